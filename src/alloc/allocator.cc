@@ -1,0 +1,48 @@
+#include "tensormem/alloc/allocator.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "tensormem/core/units.h"
+
+namespace tensormem {
+
+void Allocator::Deallocate(void* ptr) {
+  absl::Status status = CheckedDeallocate(ptr);
+  if (status.ok()) return;
+  switch (misuse_policy_) {
+    case MisusePolicy::kCallback:
+      if (misuse_callback_) {
+        misuse_callback_(status);
+        return;
+      }
+      [[fallthrough]];
+    case MisusePolicy::kLogAndIgnore:
+      std::fprintf(stderr, "tensormem: %s: %s\n", Name().c_str(), status.ToString().c_str());
+      return;
+    case MisusePolicy::kLogAndAbort:
+      std::fprintf(stderr, "tensormem: %s: %s (aborting; see SetMisusePolicy)\n",
+                   Name().c_str(), status.ToString().c_str());
+      std::abort();
+  }
+}
+
+void Allocator::SetMisusePolicy(MisusePolicy policy,
+                                std::function<void(const absl::Status&)> callback) {
+  misuse_policy_ = policy;
+  misuse_callback_ = std::move(callback);
+}
+
+std::string AllocatorStats::DebugString() const {
+  return absl::StrFormat(
+      "Limit:            %s\nInUse:            %s\nMaxInUse:         %s\n"
+      "NumAllocs:        %d\nMaxAllocSize:     %s\nPool:             %s\n"
+      "PeakPool:         %s\nLargestFreeBlock: %s\n",
+      bytes_limit ? HumanBytes(*bytes_limit) : std::string("none"), HumanBytes(bytes_in_use),
+      HumanBytes(peak_bytes_in_use), num_allocs, HumanBytes(largest_alloc_size),
+      HumanBytes(pool_bytes), HumanBytes(peak_pool_bytes), HumanBytes(largest_free_block_bytes));
+}
+
+}  // namespace tensormem

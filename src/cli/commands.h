@@ -1,0 +1,15 @@
+// Each subcommand of the `tensormem` binary registers itself on the app here.
+// The commands stay thin: parse flags, call the library, print a report.
+#ifndef TENSORMEM_CLI_COMMANDS_H_
+#define TENSORMEM_CLI_COMMANDS_H_
+
+#include "CLI/CLI.hpp"
+
+namespace tensormem::cli {
+
+// One line per subcommand; the implementations live in <name>_command.cc.
+// (Subcommands are added here as they land.)
+
+}  // namespace tensormem::cli
+
+#endif  // TENSORMEM_CLI_COMMANDS_H_

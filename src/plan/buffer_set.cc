@@ -1,0 +1,196 @@
+#include "tensormem/plan/buffer_set.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace tensormem {
+namespace {
+
+// Column positions of one header; -1 where absent.
+struct Columns {
+  int id = -1, lower = -1, upper = -1, first_task = -1, last_task = -1, size = -1, offset = -1;
+};
+
+absl::Status RowError(std::string_view source, int line, std::string_view what) {
+  return absl::InvalidArgumentError(absl::StrFormat("%s:%d: %s", source, line, what));
+}
+
+absl::StatusOr<Columns> ParseHeader(const std::vector<absl::string_view>& names,
+                                    std::string_view source) {
+  Columns columns;
+  for (int i = 0; i < static_cast<int>(names.size()); ++i) {
+    const std::string name = absl::AsciiStrToLower(absl::StripAsciiWhitespace(names[i]));
+    int* slot = name == "id"           ? &columns.id
+                : name == "lower"      ? &columns.lower
+                : name == "upper"      ? &columns.upper
+                : name == "first_task" ? &columns.first_task
+                : name == "last_task"  ? &columns.last_task
+                : name == "size"       ? &columns.size
+                : name == "offset"     ? &columns.offset
+                                       : nullptr;
+    if (slot == nullptr) continue;  // unknown columns are ignored
+    if (*slot != -1) return RowError(source, 1, absl::StrFormat("column '%s' appears twice", name));
+    *slot = i;
+  }
+  const bool half_open = columns.lower != -1 && columns.upper != -1;
+  const bool closed = columns.first_task != -1 && columns.last_task != -1;
+  if (columns.size == -1 || half_open == closed) {
+    return RowError(source, 1,
+                    "header must name size and either lower,upper (half-open) or "
+                    "first_task,last_task (closed)");
+  }
+  if (half_open && columns.id == -1) return RowError(source, 1, "header must name id");
+  return columns;
+}
+
+absl::StatusOr<int64_t> ParseField(const std::vector<absl::string_view>& fields, int column,
+                                   std::string_view name, std::string_view source, int line) {
+  const absl::string_view text = absl::StripAsciiWhitespace(fields[column]);
+  int64_t value;
+  if (!absl::SimpleAtoi(text, &value) || value < 0) {
+    return RowError(source, line,
+                    absl::StrFormat("%s '%s' is not a non-negative integer", name, text));
+  }
+  return value;
+}
+
+}  // namespace
+
+absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text, std::string_view source) {
+  BufferSet set;
+  std::optional<Columns> columns;
+  size_t width = 0;
+  absl::flat_hash_set<uint64_t> ids;
+  int line = 0;
+  for (absl::string_view raw : absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
+    ++line;
+    const absl::string_view row = absl::StripAsciiWhitespace(raw);
+    if (row.empty() || row.front() == '#') continue;
+    std::vector<absl::string_view> fields = absl::StrSplit(row, ',');
+    if (!columns) {
+      absl::StatusOr<Columns> header = ParseHeader(fields, source);
+      if (!header.ok()) return header.status();
+      columns = *header;
+      width = fields.size();
+      set.convention = columns->lower != -1 ? IntervalConvention::kHalfOpen
+                                            : IntervalConvention::kClosed;
+      continue;
+    }
+    if (fields.size() != width) {
+      return RowError(source, line,
+                      absl::StrFormat("expected %d fields, found %d", width, fields.size()));
+    }
+    auto field = [&](int column, std::string_view name) {
+      return ParseField(fields, column, name, source, line);
+    };
+    Buffer buffer;
+    buffer.id = set.buffers.size();
+    if (columns->id != -1) {
+      absl::StatusOr<int64_t> id = field(columns->id, "id");
+      if (!id.ok()) return id.status();
+      buffer.id = *id;
+    }
+    absl::StatusOr<int64_t> size = field(columns->size, "size");
+    if (!size.ok()) return size.status();
+    buffer.size = *size;
+    if (set.convention == IntervalConvention::kHalfOpen) {
+      absl::StatusOr<int64_t> lower = field(columns->lower, "lower");
+      absl::StatusOr<int64_t> upper = field(columns->upper, "upper");
+      if (!lower.ok()) return lower.status();
+      if (!upper.ok()) return upper.status();
+      if (*upper <= *lower) {
+        return RowError(source, line,
+                        absl::StrFormat("buffer %d: upper %d must exceed lower %d", buffer.id,
+                                        *upper, *lower));
+      }
+      buffer.lower = *lower;
+      buffer.upper = *upper;
+    } else {
+      absl::StatusOr<int64_t> first = field(columns->first_task, "first_task");
+      absl::StatusOr<int64_t> last = field(columns->last_task, "last_task");
+      if (!first.ok()) return first.status();
+      if (!last.ok()) return last.status();
+      if (*first > *last || *last == INT64_MAX) {
+        return RowError(source, line,
+                        absl::StrFormat("buffer %d: first_task %d is after last_task %d",
+                                        buffer.id, *first, *last));
+      }
+      buffer.lower = *first;
+      buffer.upper = *last + 1;
+    }
+    if (columns->offset != -1) {
+      absl::StatusOr<int64_t> offset = field(columns->offset, "offset");
+      if (!offset.ok()) return offset.status();
+      buffer.offset = *offset;
+    }
+    if (!ids.insert(buffer.id).second) {
+      return RowError(source, line, absl::StrFormat("duplicate id %d", buffer.id));
+    }
+    set.buffers.push_back(buffer);
+  }
+  if (!columns) return RowError(source, line, "no header row (empty file)");
+  return set;
+}
+
+absl::StatusOr<BufferSet> ReadBufferSetCsv(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
+  std::stringstream contents;
+  contents << file.rdbuf();
+  return ParseBufferSetCsv(contents.str(), path);
+}
+
+std::string FormatBufferSetCsv(const BufferSet& set,
+                               const std::vector<ExtraColumn>& extra_columns) {
+  const bool closed = set.convention == IntervalConvention::kClosed;
+  const bool with_offset = std::any_of(set.buffers.begin(), set.buffers.end(),
+                                       [](const Buffer& b) { return b.offset.has_value(); });
+  std::string out = closed ? "id,first_task,last_task,size" : "id,lower,upper,size";
+  if (with_offset) out += ",offset";
+  for (const ExtraColumn& column : extra_columns) absl::StrAppend(&out, ",", column.name);
+  out += "\n";
+  for (size_t i = 0; i < set.buffers.size(); ++i) {
+    const Buffer& b = set.buffers[i];
+    absl::StrAppend(&out, b.id, ",", b.lower, ",", closed ? b.upper - 1 : b.upper, ",", b.size);
+    if (with_offset) {
+      if (b.offset) {
+        absl::StrAppend(&out, ",", *b.offset);
+      } else {
+        out += ",";
+      }
+    }
+    for (const ExtraColumn& column : extra_columns) absl::StrAppend(&out, ",", column.values[i]);
+    out += "\n";
+  }
+  return out;
+}
+
+uint64_t PeakLiveBytes(const BufferSet& set) {
+  // Sweep over (time, +size at lower / -size at upper); at equal times frees
+  // come first because intervals are half-open.
+  std::vector<std::pair<int64_t, int64_t>> events;
+  events.reserve(set.buffers.size() * 2);
+  for (const Buffer& b : set.buffers) {
+    events.emplace_back(b.lower, static_cast<int64_t>(b.size));
+    events.emplace_back(b.upper, -static_cast<int64_t>(b.size));
+  }
+  std::sort(events.begin(), events.end());
+  int64_t live = 0;
+  int64_t peak = 0;
+  for (const auto& [time, delta] : events) {
+    live += delta;
+    peak = std::max(peak, live);
+  }
+  return static_cast<uint64_t>(peak);
+}
+
+}  // namespace tensormem
