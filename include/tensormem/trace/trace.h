@@ -10,8 +10,10 @@
 #ifndef TENSORMEM_TRACE_TRACE_H_
 #define TENSORMEM_TRACE_TRACE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tensormem {
@@ -29,11 +31,11 @@ struct TraceEvent {
   // An allocation that already failed when the trace was recorded (e.g. an RMM
   // "allocate failure" row); replay counts it as a failed request.
   bool failed = false;
-  uint32_t alignment = 0;   // 0: the allocator's default
-  uint32_t tag = kNoTag;    // index into Trace::tags; 0 = no tag
+  uint32_t alignment = 0;  // 0: the allocator's default
+  uint32_t tag = kNoTag;   // index into Trace::tags; 0 = no tag
   int32_t stream = 0;
-  uint64_t id = 0;          // unique among live blocks; may be reused after free
-  uint64_t bytes = 0;       // requested bytes (alloc only)
+  uint64_t id = 0;     // unique among live blocks; may be reused after free
+  uint64_t bytes = 0;  // requested bytes (alloc only)
   int64_t time_ns = kNoTime;
 
   static TraceEvent Alloc(uint64_t id, uint64_t bytes) {
@@ -54,6 +56,9 @@ struct TraceEvent {
 struct Trace {
   std::vector<TraceEvent> events;
   std::vector<std::string> tags = {""};  // tags[0] is "no tag"
+  // Keys the format does not define, as written ("k=v k2=v2"), by event index
+  // in increasing order. Kept so a conversion passes them on; usually empty.
+  std::vector<std::pair<size_t, std::string>> extra_keys;
 };
 
 }  // namespace tensormem
