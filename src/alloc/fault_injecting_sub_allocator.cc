@@ -1,0 +1,100 @@
+#include "tensormem/alloc/fault_injecting_sub_allocator.h"
+
+#include <utility>
+
+namespace tensormem {
+
+FaultInjectingSubAllocator::FaultInjectingSubAllocator(
+    std::unique_ptr<SubAllocator> wrapped)
+    : wrapped_(std::move(wrapped)) {}
+
+void FaultInjectingSubAllocator::FailAllocCall(int64_t call_number) {
+  absl::MutexLock lock(&mutex_);
+  failing_calls_.insert(call_number);
+}
+
+void FaultInjectingSubAllocator::SetFailAlways(bool fail_always) {
+  absl::MutexLock lock(&mutex_);
+  fail_always_ = fail_always;
+}
+
+void FaultInjectingSubAllocator::SetShortfall(size_t shortfall) {
+  absl::MutexLock lock(&mutex_);
+  shortfall_ = shortfall;
+}
+
+void* FaultInjectingSubAllocator::Alloc(size_t alignment, size_t bytes,
+                                        size_t* bytes_received) {
+  *bytes_received = 0;
+  size_t shortfall;
+  {
+    absl::MutexLock lock(&mutex_);
+    const int64_t call_number = ++alloc_calls_;
+    if (fail_always_ || failing_calls_.contains(call_number)) {
+      ++failed_allocs_;
+      return nullptr;
+    }
+    shortfall = shortfall_;
+  }
+  size_t real_bytes = 0;
+  void* region = wrapped_->Alloc(alignment, bytes, &real_bytes);
+  absl::MutexLock lock(&mutex_);
+  if (region == nullptr) {
+    ++failed_allocs_;
+    return nullptr;
+  }
+  const size_t reported = bytes > shortfall ? bytes - shortfall : 0;
+  regions_[region] = Region{reported, real_bytes};
+  live_bytes_ += reported;
+  *bytes_received = reported;
+  return region;
+}
+
+void FaultInjectingSubAllocator::Free(void* ptr, size_t bytes) {
+  size_t real_bytes;
+  {
+    absl::MutexLock lock(&mutex_);
+    ++free_calls_;
+    auto it = regions_.find(ptr);
+    if (it == regions_.end() || it->second.reported_bytes != bytes) {
+      ++bad_frees_;
+      return;
+    }
+    real_bytes = it->second.real_bytes;
+    live_bytes_ -= it->second.reported_bytes;
+    regions_.erase(it);
+  }
+  wrapped_->Free(ptr, real_bytes);
+}
+
+int64_t FaultInjectingSubAllocator::alloc_calls() const {
+  absl::MutexLock lock(&mutex_);
+  return alloc_calls_;
+}
+
+int64_t FaultInjectingSubAllocator::failed_allocs() const {
+  absl::MutexLock lock(&mutex_);
+  return failed_allocs_;
+}
+
+int64_t FaultInjectingSubAllocator::free_calls() const {
+  absl::MutexLock lock(&mutex_);
+  return free_calls_;
+}
+
+int64_t FaultInjectingSubAllocator::bad_frees() const {
+  absl::MutexLock lock(&mutex_);
+  return bad_frees_;
+}
+
+size_t FaultInjectingSubAllocator::live_regions() const {
+  absl::MutexLock lock(&mutex_);
+  return regions_.size();
+}
+
+uint64_t FaultInjectingSubAllocator::live_bytes() const {
+  absl::MutexLock lock(&mutex_);
+  return live_bytes_;
+}
+
+}  // namespace tensormem

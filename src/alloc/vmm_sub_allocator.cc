@@ -1,0 +1,121 @@
+#include "tensormem/alloc/vmm_sub_allocator.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "alloc/address_space.h"
+#include "tensormem/core/checked_math.h"
+
+namespace tensormem {
+
+VmmSubAllocator::VmmSubAllocator(uint64_t capacity,
+                                 std::vector<Visitor> alloc_visitors,
+                                 std::vector<Visitor> free_visitors)
+    : SubAllocator(std::move(alloc_visitors), std::move(free_visitors)),
+      capacity_(capacity),
+      granularity_(static_cast<size_t>(sysconf(_SC_PAGESIZE))) {
+  absl::StatusOr<internal::ReservedAddressSpace> space =
+      internal::ReservedAddressSpace::Reserve(capacity, kBaseAlignment);
+  if (!space.ok()) {
+    status_ = space.status();
+    free_ranges_ = std::make_unique<internal::FreeRangeMap>(0, 0);
+    return;
+  }
+  space_ = std::make_unique<internal::ReservedAddressSpace>(*std::move(space));
+  // A capacity that is not a whole number of pages loses its partial last page.
+  free_ranges_ = std::make_unique<internal::FreeRangeMap>(
+      space_->base_address(), RoundDown(space_->capacity(), granularity_));
+}
+
+VmmSubAllocator::~VmmSubAllocator() = default;
+
+const void* VmmSubAllocator::BaseAddress() const {
+  return space_ == nullptr ? nullptr : space_->base();
+}
+
+void* VmmSubAllocator::Alloc(size_t alignment, size_t bytes,
+                             size_t* bytes_received) {
+  *bytes_received = 0;
+  if (bytes == 0 || (alignment != 0 && !IsPowerOfTwo(alignment)))
+    return nullptr;
+  const std::optional<uint64_t> committed_size =
+      CheckedRoundUp(bytes, granularity_);
+  if (!committed_size) return nullptr;
+  const uint64_t effective_alignment =
+      alignment < granularity_ ? granularity_ : alignment;
+  uintptr_t start;
+  {
+    absl::MutexLock lock(&mutex_);
+    std::optional<uintptr_t> taken =
+        free_ranges_->TakeFromTop(*committed_size, effective_alignment);
+    if (!taken)
+      taken = free_ranges_->TakeFirstFit(*committed_size, effective_alignment);
+    if (!taken) return nullptr;
+    start = *taken;
+    // Committing inside the lock keeps a failed commit from leaving a hole
+    // that another thread could have been placed around.
+    if (mprotect(reinterpret_cast<void*>(start), *committed_size,
+                 PROT_READ | PROT_WRITE) != 0) {
+      std::fprintf(stderr, "tensormem: vmm: cannot commit %llu bytes: %s\n",
+                   static_cast<unsigned long long>(*committed_size),
+                   std::strerror(errno));
+      free_ranges_->Release(start, *committed_size);
+      return nullptr;
+    }
+    live_regions_.emplace(start, *committed_size);
+    committed_bytes_ += *committed_size;
+  }
+  *bytes_received = *committed_size;
+  void* region = reinterpret_cast<void*>(start);
+  VisitAlloc(region, /*index=*/0, *committed_size);
+  return region;
+}
+
+void VmmSubAllocator::Free(void* ptr, size_t bytes) {
+  if (ptr == nullptr) return;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
+  {
+    absl::MutexLock lock(&mutex_);
+    auto it = live_regions_.find(start);
+    if (it == live_regions_.end() || it->second != bytes) {
+      ++misuse_count_;
+      std::fprintf(
+          stderr, "tensormem: vmm: ignoring Free(%p, %zu): %s\n", ptr, bytes,
+          it == live_regions_.end() ? "not a live region"
+                                    : "size differs from the region's");
+      return;
+    }
+    live_regions_.erase(it);
+    committed_bytes_ -= bytes;
+  }
+  // Visit before the range becomes free again (see SimulatedSubAllocator).
+  VisitFree(ptr, /*index=*/0, bytes);
+  // Drop the pages first so their memory returns to the system even if the
+  // protection change fails; then make the range inaccessible again.
+  madvise(ptr, bytes, MADV_DONTNEED);
+  mprotect(ptr, bytes, PROT_NONE);
+  absl::MutexLock lock(&mutex_);
+  free_ranges_->Release(start, bytes);
+}
+
+uint64_t VmmSubAllocator::committed_bytes() const {
+  absl::MutexLock lock(&mutex_);
+  return committed_bytes_;
+}
+
+size_t VmmSubAllocator::region_count() const {
+  absl::MutexLock lock(&mutex_);
+  return live_regions_.size();
+}
+
+int64_t VmmSubAllocator::misuse_count() const {
+  absl::MutexLock lock(&mutex_);
+  return misuse_count_;
+}
+
+}  // namespace tensormem
