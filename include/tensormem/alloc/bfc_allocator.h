@@ -1,0 +1,154 @@
+// BfcAllocator: best-fit with coalescing, making TensorFlow's BFC decisions.
+//
+// Memory comes from an upstream SubAllocator in regions that grow (2 MiB,
+// doubling) up to a memory limit, or as one region of the whole limit without
+// growth. Requests are rounded up to 256 bytes and served from the smallest
+// free chunk that fits (lowest address on ties), split when the tail is large;
+// frees merge with free neighbours. Every placement equals TensorFlow's, while
+// the free index finds the fit in O(log n) instead of scanning a bin.
+//
+// Beyond TensorFlow: alignment is honoured, a bad free is reported instead of
+// crashing (see MisusePolicy), out-of-memory failures explain themselves
+// (LastFailureReport), and the state can be dumped (RecordMemoryDump).
+//
+//   BfcAllocator::Options options;
+//   options.allow_growth = false;
+//   BfcAllocator allocator(std::make_unique<HostSubAllocator>(), 1 * kGiB,
+//   options); void* p = allocator.AllocateRaw(/*alignment=*/256, 4096); if (p
+//   == nullptr) std::cerr << allocator.LastFailureReport();
+//   allocator.Deallocate(p);
+//   std::cout << allocator.RecordMemoryDump().ToText();
+//
+// Thread-safe: one mutex guards the state; waits for memory happen outside it.
+#ifndef TENSORMEM_ALLOC_BFC_ALLOCATOR_H_
+#define TENSORMEM_ALLOC_BFC_ALLOCATOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "tensormem/alloc/allocator.h"
+#include "tensormem/alloc/bfc_free_index.h"
+#include "tensormem/alloc/bfc_shared_counter.h"
+#include "tensormem/alloc/memory_dump.h"
+#include "tensormem/alloc/retry.h"
+#include "tensormem/alloc/sub_allocator.h"
+
+namespace tensormem {
+
+namespace internal {
+class BfcCore;
+}  // namespace internal
+
+// Per-request options of BfcAllocator::AllocateRaw.
+struct AllocationAttributes {
+  // When false the request fails at once instead of waiting for frees (for
+  // requests that have a fallback, such as optional scratch space).
+  bool retry_on_failure = true;
+  // With timestamped frees (SetTimingCounter): returns the counter value the
+  // caller's work is ordered after; only chunks freed before it are reused.
+  // Not owned; nullptr means any safe chunk.
+  const std::function<uint64_t()>* freed_by_func = nullptr;
+};
+
+// Construction options of BfcAllocator (also reachable as
+// BfcAllocator::Options).
+struct BfcAllocatorOptions {
+  // Grow the pool region by region; false takes the whole limit at once
+  // (lazily, on the first allocation).
+  bool allow_growth = true;
+  // Let requests that fail wait (up to retry_deadline) for other threads'
+  // frees before giving up.
+  bool allow_retry_on_failure = true;
+  absl::Duration retry_deadline = absl::Seconds(10);
+  // On failure, return regions with nothing in use to the upstream and grow
+  // again (helps with growth only).
+  bool garbage_collection = false;
+  // > 0: split a chunk whenever the unused tail would be at least this
+  // fraction of the limit (default: 128 MiB).
+  double fragmentation_fraction = 0;
+  std::string name = "bfc";
+  // What a plain Deallocate does with a bad pointer.
+  MisusePolicy misuse_policy = MisusePolicy::kLogAndAbort;
+  std::function<void(const absl::Status&)> misuse_callback;
+  // Print a one-line warning for the first 10 out-of-memory failures.
+  bool log_failures = true;
+};
+
+class BfcAllocator final : public Allocator {
+ public:
+  using Options = BfcAllocatorOptions;
+
+  BfcAllocator(std::unique_ptr<SubAllocator> upstream, size_t memory_limit,
+               Options options = {});
+  // The same, with a free index other than the fast one (tests, benchmarks).
+  BfcAllocator(std::unique_ptr<SubAllocator> upstream, size_t memory_limit,
+               Options options, std::unique_ptr<BfcFreeIndex> free_index);
+  ~BfcAllocator() override;  // returns all memory to the upstream
+
+  std::string Name() const override { return options_.name; }
+
+  // A block of at least `bytes` bytes aligned to max(alignment, 256), or
+  // nullptr when `bytes` is 0, the alignment is not a power of two, the size
+  // overflows, or memory runs out (see LastFailureReport).
+  void* AllocateRaw(size_t alignment, size_t bytes,
+                    const AllocationAttributes& attributes = {});
+
+  std::optional<AllocatorStats> GetStats() const override;
+  bool ClearStats() override;
+  // (free - largest free block) / free, over the pool; 0 when nothing is free.
+  double Fragmentation() const;
+
+  // Sizes and id of the live block starting at `ptr`; nullopt otherwise.
+  std::optional<size_t> RequestedSize(const void* ptr) const override;
+  std::optional<size_t> AllocatedSize(const void* ptr) const override;
+  std::optional<int64_t> AllocationId(const void* ptr) const;
+
+  MemoryDump RecordMemoryDump() const;
+  // 100 characters over all regions: '_' free, '*' requested, 'x' slack.
+  std::string RenderOccupancy() const;
+  // Why the last failed request failed; empty before any failure.
+  std::string LastFailureReport() const;
+  // Checks every structural invariant (chunks tile regions, links, bins,
+  // stats); for tests and debugging, O(chunks).
+  absl::Status CheckInvariants() const;
+
+  // Returns every region holding no in-use block to the upstream now.
+  // Returns false when there was none.
+  bool ReleaseFreeRegions();
+
+  // Timestamped frees (see SharedCounter). `counter` must outlive the
+  // allocator.
+  void SetTimingCounter(SharedCounter* counter);
+  // Chunks freed at counts below `frontier` are safe; never moves backwards.
+  void SetSafeFrontier(uint64_t frontier);
+
+  SubAllocator& upstream() { return *upstream_; }
+  size_t memory_limit() const { return memory_limit_; }
+  std::string FreeIndexName() const;
+
+ private:
+  void* DoAllocate(size_t bytes, size_t alignment) override;
+  absl::Status DoDeallocate(void* ptr) override;
+  void* AttemptAllocation(size_t alignment, size_t bytes,
+                          const AllocationAttributes& attributes,
+                          bool log_failure);
+
+  const Options options_;
+  const size_t memory_limit_;
+  const std::unique_ptr<SubAllocator> upstream_;
+  mutable absl::Mutex mutex_;
+  const std::unique_ptr<internal::BfcCore> core_ ABSL_PT_GUARDED_BY(mutex_);
+  AllocationRetrier retrier_;
+};
+
+}  // namespace tensormem
+
+#endif  // TENSORMEM_ALLOC_BFC_ALLOCATOR_H_

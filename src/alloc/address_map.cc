@@ -1,0 +1,67 @@
+#include "alloc/address_map.h"
+
+#include <algorithm>
+
+namespace tensormem::internal {
+
+ChunkHandle AddressMap::NewChunk() {
+  if (!free_handles_.empty()) {
+    const ChunkHandle handle = free_handles_.back();
+    free_handles_.pop_back();
+    return handle;
+  }
+  chunks_.emplace_back();
+  return static_cast<ChunkHandle>(chunks_.size() - 1);
+}
+
+void AddressMap::ReleaseChunk(ChunkHandle handle) {
+  BfcChunk& released = chunks_[handle];
+  const uint32_t next_generation = released.generation + 1;
+  released = BfcChunk();
+  released.generation = next_generation;
+  free_handles_.push_back(handle);
+}
+
+BfcRegion& AddressMap::AddRegion(void* ptr, uint64_t bytes,
+                                 ChunkHandle first_chunk) {
+  const uint64_t begin = reinterpret_cast<uint64_t>(ptr);
+  auto it = std::upper_bound(
+      regions_.begin(), regions_.end(), begin,
+      [](uint64_t value, const BfcRegion& r) { return value < r.begin; });
+  it = regions_.insert(
+      it, BfcRegion{begin, begin + bytes, first_chunk, {{ptr, bytes}}});
+  return *it;
+}
+
+BfcRegion* AddressMap::RegionEndingAt(uint64_t address) {
+  for (BfcRegion& region : regions_) {
+    if (region.end == address) return &region;
+  }
+  return nullptr;
+}
+
+const BfcRegion* AddressMap::RegionContaining(uint64_t address) const {
+  auto it = std::upper_bound(
+      regions_.begin(), regions_.end(), address,
+      [](uint64_t value, const BfcRegion& r) { return value < r.begin; });
+  if (it == regions_.begin()) return nullptr;
+  --it;
+  return address < it->end ? &*it : nullptr;
+}
+
+void AddressMap::RemoveRegion(uint64_t begin) {
+  std::erase_if(regions_,
+                [begin](const BfcRegion& r) { return r.begin == begin; });
+}
+
+ChunkHandle AddressMap::FindContainingChunk(uint64_t address) const {
+  const BfcRegion* region = RegionContaining(address);
+  if (region == nullptr) return kInvalidChunk;
+  for (ChunkHandle h = region->first_chunk; h != kInvalidChunk;
+       h = chunks_[h].next) {
+    if (address < chunks_[h].end()) return h;
+  }
+  return kInvalidChunk;
+}
+
+}  // namespace tensormem::internal

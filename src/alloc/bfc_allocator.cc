@@ -1,0 +1,190 @@
+#include "tensormem/alloc/bfc_allocator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <utility>
+
+#include "alloc/bfc_core.h"
+#include "tensormem/alloc/bfc_policy.h"
+#include "tensormem/core/checked_math.h"
+
+namespace tensormem {
+namespace {
+
+// Out-of-memory warnings printed per process, as a bound on log noise.
+constexpr int kMaxFailureLogs = 10;
+std::atomic<int> failure_logs{0};
+
+void LogFailure(const std::string& name, const std::string& report) {
+  if (failure_logs.fetch_add(1, std::memory_order_relaxed) >= kMaxFailureLogs)
+    return;
+  std::fprintf(stderr, "tensormem: allocator %s: %s\n", name.c_str(),
+               report.c_str());
+}
+
+}  // namespace
+
+BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> upstream,
+                           size_t memory_limit, Options options)
+    : BfcAllocator(std::move(upstream), memory_limit, std::move(options),
+                   MakeFastFreeIndex()) {}
+
+BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> upstream,
+                           size_t memory_limit, Options options,
+                           std::unique_ptr<BfcFreeIndex> free_index)
+    : options_(std::move(options)),
+      memory_limit_(memory_limit),
+      upstream_(std::move(upstream)),
+      core_(std::make_unique<internal::BfcCore>(
+          upstream_.get(),
+          internal::BfcCore::Config{memory_limit, options_.allow_growth,
+                                    options_.garbage_collection,
+                                    options_.fragmentation_fraction},
+          std::move(free_index))) {
+  SetMisusePolicy(options_.misuse_policy, options_.misuse_callback);
+}
+
+BfcAllocator::~BfcAllocator() = default;
+
+void* BfcAllocator::DoAllocate(size_t bytes, size_t alignment) {
+  return AllocateRaw(alignment, bytes);
+}
+
+void* BfcAllocator::AllocateRaw(size_t alignment, size_t bytes,
+                                const AllocationAttributes& attributes) {
+  if (bytes == 0) return nullptr;
+  if (!IsPowerOfTwo(alignment)) {
+    absl::MutexLock lock(&mutex_);
+    core_->RecordRejectedRequest(bytes, alignment,
+                                 "alignment is not a power of two");
+    return nullptr;
+  }
+  alignment = std::max<size_t>(alignment, bfc::kMinAllocationSize);
+  const std::optional<uint64_t> rounded = bfc::RoundedBytes(bytes);
+  if (!rounded || *rounded > memory_limit_) {
+    // No amount of waiting can make this fit: fail without retrying.
+    return AttemptAllocation(alignment, bytes, attributes,
+                             options_.log_failures);
+  }
+  if (!options_.allow_retry_on_failure || !attributes.retry_on_failure) {
+    // A caller that opted out of retrying has a fallback: stay quiet.
+    return AttemptAllocation(
+        alignment, bytes, attributes,
+        options_.log_failures && attributes.retry_on_failure);
+  }
+  return retrier_.AllocateWithRetry(
+      [&](bool verbose) {
+        return AttemptAllocation(alignment, bytes, attributes,
+                                 verbose && options_.log_failures);
+      },
+      options_.retry_deadline);
+}
+
+void* BfcAllocator::AttemptAllocation(size_t alignment, size_t bytes,
+                                      const AllocationAttributes& attributes,
+                                      bool log_failure) {
+  // Evaluated before each attempt, outside the lock: it may call into the
+  // runtime.
+  const uint64_t freed_before =
+      attributes.freed_by_func != nullptr ? (*attributes.freed_by_func)() : 0;
+  absl::MutexLock lock(&mutex_);
+  void* ptr = core_->Allocate(bytes, alignment, freed_before);
+  if (ptr == nullptr && log_failure)
+    LogFailure(options_.name, core_->last_failure_report());
+  return ptr;
+}
+
+absl::Status BfcAllocator::DoDeallocate(void* ptr) {
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mutex_);
+    status = core_->Free(ptr);
+  }
+  if (status.ok()) retrier_.NotifyDealloc();
+  return status;
+}
+
+std::optional<AllocatorStats> BfcAllocator::GetStats() const {
+  absl::MutexLock lock(&mutex_);
+  return core_->Stats();
+}
+
+bool BfcAllocator::ClearStats() {
+  absl::MutexLock lock(&mutex_);
+  core_->ClearStats();
+  return true;
+}
+
+double BfcAllocator::Fragmentation() const {
+  absl::MutexLock lock(&mutex_);
+  return core_->Fragmentation();
+}
+
+std::optional<size_t> BfcAllocator::RequestedSize(const void* ptr) const {
+  absl::MutexLock lock(&mutex_);
+  const internal::BfcChunk* chunk = core_->FindLiveChunk(ptr);
+  if (chunk == nullptr) return std::nullopt;
+  return chunk->requested_size;
+}
+
+std::optional<size_t> BfcAllocator::AllocatedSize(const void* ptr) const {
+  absl::MutexLock lock(&mutex_);
+  const internal::BfcChunk* chunk = core_->FindLiveChunk(ptr);
+  if (chunk == nullptr) return std::nullopt;
+  return chunk->size;
+}
+
+std::optional<int64_t> BfcAllocator::AllocationId(const void* ptr) const {
+  absl::MutexLock lock(&mutex_);
+  const internal::BfcChunk* chunk = core_->FindLiveChunk(ptr);
+  if (chunk == nullptr) return std::nullopt;
+  return chunk->allocation_id;
+}
+
+MemoryDump BfcAllocator::RecordMemoryDump() const {
+  absl::MutexLock lock(&mutex_);
+  return core_->Dump(options_.name);
+}
+
+std::string BfcAllocator::RenderOccupancy() const {
+  absl::MutexLock lock(&mutex_);
+  return core_->RenderOccupancy();
+}
+
+std::string BfcAllocator::LastFailureReport() const {
+  absl::MutexLock lock(&mutex_);
+  return core_->last_failure_report();
+}
+
+absl::Status BfcAllocator::CheckInvariants() const {
+  absl::MutexLock lock(&mutex_);
+  return core_->CheckInvariants();
+}
+
+bool BfcAllocator::ReleaseFreeRegions() {
+  absl::MutexLock lock(&mutex_);
+  return core_->ReleaseFreeRegions();
+}
+
+void BfcAllocator::SetTimingCounter(SharedCounter* counter) {
+  absl::MutexLock lock(&mutex_);
+  core_->SetTimingCounter(counter);
+}
+
+void BfcAllocator::SetSafeFrontier(uint64_t frontier) {
+  bool raised;
+  {
+    absl::MutexLock lock(&mutex_);
+    raised = core_->SetSafeFrontier(frontier);
+  }
+  // Chunks that just became safe may satisfy a waiting request.
+  if (raised) retrier_.NotifyDealloc();
+}
+
+std::string BfcAllocator::FreeIndexName() const {
+  absl::MutexLock lock(&mutex_);
+  return core_->index().Name();
+}
+
+}  // namespace tensormem

@@ -1,0 +1,130 @@
+// BfcCore: the single-threaded engine of the BFC allocator.
+//
+// It ties the parts together: the policy (bfc_policy.h) decides rounding and
+// splitting, the free index picks the best fit, the address map keeps chunks
+// and regions, and the upstream supplies regions. BfcAllocator wraps it with a
+// mutex, retry-on-failure and the misuse policy; nothing here locks.
+//
+// The implementation is split by concern: bfc_core.cc (allocate, free, split,
+// merge), bfc_extend.cc (growing and garbage-collecting regions),
+// bfc_timestamps.cc (timestamped frees), bfc_introspection.cc (stats, dumps,
+// invariants, failure reports).
+#ifndef TENSORMEM_SRC_ALLOC_BFC_CORE_H_
+#define TENSORMEM_SRC_ALLOC_BFC_CORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "alloc/address_map.h"
+#include "tensormem/alloc/allocator_stats.h"
+#include "tensormem/alloc/bfc_free_index.h"
+#include "tensormem/alloc/bfc_shared_counter.h"
+#include "tensormem/alloc/memory_dump.h"
+#include "tensormem/alloc/sub_allocator.h"
+
+namespace tensormem::internal {
+
+class BfcCore {
+ public:
+  struct Config {
+    uint64_t memory_limit = 0;
+    bool allow_growth = true;
+    bool garbage_collection = false;
+    double fragmentation_fraction = 0;
+  };
+
+  // `upstream` must outlive the core.
+  BfcCore(SubAllocator* upstream, const Config& config,
+          std::unique_ptr<BfcFreeIndex> index);
+  ~BfcCore();  // returns every region to the upstream
+  BfcCore(const BfcCore&) = delete;
+  BfcCore& operator=(const BfcCore&) = delete;
+
+  // A block of `bytes` (> 0) aligned to `alignment` (a power of two >= 256),
+  // reusing only chunks freed before `freed_before` (0: any safe chunk). On
+  // failure returns nullptr and records why (last_failure_report()).
+  void* Allocate(uint64_t bytes, uint64_t alignment, uint64_t freed_before);
+  // Frees an in-use block. A bad pointer is reported and changes nothing.
+  absl::Status Free(void* ptr);
+  // Records a request refused before it reached the core (e.g. bad alignment).
+  void RecordRejectedRequest(uint64_t bytes, uint64_t alignment,
+                             std::string_view reason);
+
+  // Returns regions without in-use chunks to the upstream; false if none.
+  bool ReleaseFreeRegions();
+
+  void SetTimingCounter(SharedCounter* counter) { timing_counter_ = counter; }
+  // Raises the safe frontier (never lowers it); true when it rose.
+  bool SetSafeFrontier(uint64_t frontier);
+
+  // The in-use chunk starting at `ptr`, or nullptr.
+  const BfcChunk* FindLiveChunk(const void* ptr) const;
+  AllocatorStats Stats() const;
+  void ClearStats();
+  double Fragmentation() const;
+  MemoryDump Dump(std::string_view name) const;
+  std::string RenderOccupancy() const;
+  absl::Status CheckInvariants() const;
+  const std::string& last_failure_report() const {
+    return last_failure_report_;
+  }
+  const BfcFreeIndex& index() const { return *index_; }
+
+ private:
+  // bfc_core.cc
+  void* FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
+                  uint64_t freed_before);
+  void* MarkInUse(ChunkHandle handle, uint64_t bytes);
+  // Cuts `handle` at `head_bytes`; returns the new tail chunk (not indexed).
+  ChunkHandle SplitChunk(ChunkHandle handle, uint64_t head_bytes);
+  // Merges free neighbours into `handle` (not indexed); returns the result.
+  ChunkHandle TryToCoalesce(ChunkHandle handle, bool ignore_freed_at);
+  void Merge(ChunkHandle first, ChunkHandle second);
+  void InsertFree(ChunkHandle handle);
+  void RemoveFree(ChunkHandle handle);
+  void QueueTimestamped(ChunkHandle handle);
+  absl::Status DiagnoseBadFree(uint64_t address) const;
+
+  // bfc_extend.cc
+  bool Extend(uint64_t alignment, uint64_t rounded);
+  void AddMemory(void* ptr, uint64_t bytes_received);
+  bool DeallocateFreeRegions(uint64_t rounded);
+  std::vector<uint64_t> FreeRegionStarts() const;
+  void DeallocateRegions(const std::vector<uint64_t>& region_starts);
+
+  // bfc_timestamps.cc
+  bool MergeTimestampedChunks(uint64_t required_bytes);
+
+  // bfc_introspection.cc
+  void RecordFailure(uint64_t bytes, uint64_t rounded, uint64_t alignment);
+  uint64_t LargestFreeBlock() const;
+
+  struct QueuedChunk {
+    ChunkHandle handle;
+    uint32_t generation;
+  };
+
+  SubAllocator* const upstream_;
+  const Config config_;
+  const uint64_t max_internal_fragmentation_;
+  const bool coalesce_regions_;
+  uint64_t region_bytes_;  // size of the next region to ask the upstream for
+  std::unique_ptr<BfcFreeIndex> index_;
+  AddressMap map_;
+  AllocatorStats stats_;
+  int64_t next_allocation_id_ = 1;
+  SharedCounter* timing_counter_ = nullptr;
+  std::atomic<uint64_t> safe_frontier_{0};
+  std::deque<QueuedChunk> timestamped_chunks_;
+  std::string last_failure_report_;
+};
+
+}  // namespace tensormem::internal
+
+#endif  // TENSORMEM_SRC_ALLOC_BFC_CORE_H_

@@ -1,0 +1,40 @@
+// Helpers shared by the BFC allocator tests.
+#ifndef TENSORMEM_TESTS_ALLOC_BFC_TEST_UTIL_H_
+#define TENSORMEM_TESTS_ALLOC_BFC_TEST_UTIL_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/alloc/simulated_sub_allocator.h"
+#include "tensormem/core/units.h"
+
+namespace tensormem::testing {
+
+// Options for deterministic single-threaded tests: no waiting, no logging.
+inline BfcAllocator::Options QuietOptions(bool allow_growth) {
+  BfcAllocator::Options options;
+  options.allow_growth = allow_growth;
+  options.allow_retry_on_failure = false;
+  options.log_failures = false;
+  return options;
+}
+
+// A BFC allocator over a simulated (never touched) address space.
+inline std::unique_ptr<BfcAllocator> MakeSimulatedBfc(
+    uint64_t limit, BfcAllocator::Options options, bool coalescing = false) {
+  return std::make_unique<BfcAllocator>(
+      std::make_unique<SimulatedSubAllocator>(4 * limit, coalescing), limit,
+      std::move(options));
+}
+
+}  // namespace tensormem::testing
+
+#define EXPECT_BFC_INVARIANTS(allocator)                              \
+  do {                                                                \
+    const absl::Status tm_invariants = (allocator).CheckInvariants(); \
+    ASSERT_TRUE(tm_invariants.ok()) << tm_invariants;                 \
+  } while (0)
+
+#endif  // TENSORMEM_TESTS_ALLOC_BFC_TEST_UTIL_H_
