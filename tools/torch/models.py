@@ -33,8 +33,17 @@ def names():
     return list(_MODELS)
 
 
+# Training resolutions below the model's own, to keep recordings quick on a
+# 2-core CPU (activation memory scales with the pixel count).
+_TRAINING_RESOLUTIONS = {"resnet50": 160, "inception_v3": 160, "deeplabv3_mobilenet_v3": 160}
+
+
 def default_resolution(name):
     return _MODELS[name][1]
+
+
+def training_resolution(name):
+    return _TRAINING_RESOLUTIONS.get(name, default_resolution(name))
 
 
 def build(name, batch=1, resolution=None, seed=0):

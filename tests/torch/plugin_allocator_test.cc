@@ -1,0 +1,200 @@
+// The PyTorch plug-in's allocator stack and options, without PyTorch.
+#include "torch/plugin_allocator.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tensormem/core/units.h"
+#include "tensormem/trace/trace_io.h"
+#include "torch/plugin_options.h"
+
+namespace tensormem {
+namespace {
+
+auto GetenvFrom(const std::map<std::string, std::string>& variables) {
+  return [variables](const char* name) -> const char* {
+    auto it = variables.find(name);
+    return it == variables.end() ? nullptr : it->second.c_str();
+  };
+}
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/" + name;
+}
+
+TEST(PluginOptionsTest, DefaultsWithoutEnvironment) {
+  absl::StatusOr<PluginOptions> options =
+      OptionsFromEnvironment(GetenvFrom({}));
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->memory_limit, 0u);
+  EXPECT_EQ(options->sub_allocator, "host");
+  EXPECT_TRUE(options->allow_growth);
+  EXPECT_FALSE(options->garbage_collection);
+  EXPECT_GT(ResolvedMemoryLimit(*options), 64 * kMiB);  // the machine's memory
+}
+
+TEST(PluginOptionsTest, ReadsEveryVariable) {
+  absl::StatusOr<PluginOptions> options = OptionsFromEnvironment(GetenvFrom({
+      {"TENSORMEM_MEMORY_LIMIT", "2GiB"},
+      {"TENSORMEM_SUB_ALLOCATOR", "vmm"},
+      {"TENSORMEM_GROWTH", "false"},
+      {"TENSORMEM_GC", "1"},
+      {"TENSORMEM_TRACE", "/tmp/x.trace"},
+      {"TENSORMEM_REPORT", "/tmp/x.json"},
+  }));
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->memory_limit, 2 * kGiB);
+  EXPECT_EQ(options->sub_allocator, "vmm");
+  EXPECT_FALSE(options->allow_growth);
+  EXPECT_TRUE(options->garbage_collection);
+  EXPECT_EQ(options->trace_path, "/tmp/x.trace");
+  EXPECT_EQ(options->report_path, "/tmp/x.json");
+}
+
+TEST(PluginOptionsTest, BadVariablesNameThemselves) {
+  absl::StatusOr<PluginOptions> limit =
+      OptionsFromEnvironment(GetenvFrom({{"TENSORMEM_MEMORY_LIMIT", "lots"}}));
+  ASSERT_FALSE(limit.ok());
+  EXPECT_NE(limit.status().message().find("TENSORMEM_MEMORY_LIMIT"),
+            std::string::npos);
+  absl::StatusOr<PluginOptions> kind = OptionsFromEnvironment(
+      GetenvFrom({{"TENSORMEM_SUB_ALLOCATOR", "simulated"}}));
+  ASSERT_FALSE(kind.ok());
+  EXPECT_NE(kind.status().message().find("simulated"), std::string::npos);
+  absl::StatusOr<PluginOptions> growth =
+      OptionsFromEnvironment(GetenvFrom({{"TENSORMEM_GROWTH", "maybe"}}));
+  ASSERT_FALSE(growth.ok());
+  EXPECT_NE(growth.status().message().find("maybe"), std::string::npos);
+}
+
+TEST(PluginOptionsTest, JsonOverridesAndRejectsTypos) {
+  PluginOptions options;
+  ASSERT_TRUE(ApplyOptionsJson(R"({"memory_limit": "64M", "allow_growth": false,
+                                   "sub_allocator": "vmm", "report_path": "r.json"})",
+                               &options)
+                  .ok());
+  EXPECT_EQ(options.memory_limit, 64 * kMiB);
+  EXPECT_FALSE(options.allow_growth);
+  EXPECT_EQ(options.sub_allocator, "vmm");
+  EXPECT_EQ(options.report_path, "r.json");
+  ASSERT_TRUE(ApplyOptionsJson(R"({"memory_limit": 4096})", &options).ok());
+  EXPECT_EQ(options.memory_limit, 4096u);
+
+  absl::Status typo = ApplyOptionsJson(R"({"memory_limt": 1})", &options);
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.message().find("memory_limt"), std::string::npos);
+  EXPECT_FALSE(ApplyOptionsJson(R"({"allow_growth": "yes"})", &options).ok());
+  EXPECT_FALSE(ApplyOptionsJson("[1, 2]", &options).ok());
+  EXPECT_FALSE(ApplyOptionsJson("{not json", &options).ok());
+}
+
+TEST(PluginAllocatorTest, ServesAlignedBlocksAndCountsLiveBytes) {
+  PluginOptions options;
+  options.memory_limit = 64 * kMiB;
+  absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
+      PluginAllocator::Create(options);
+  ASSERT_TRUE(allocator.ok()) << allocator.status();
+  void* a = (*allocator)->Allocate(1000);
+  void* b = (*allocator)->Allocate(3000);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % PluginAllocator::kTensorAlignment,
+            0u);
+  EXPECT_EQ((*allocator)->Allocate(0), nullptr);
+  (*allocator)->Free(a);
+
+  nlohmann::json stats = (*allocator)->StatsJson();
+  EXPECT_EQ(stats["num_allocs"], 2);
+  EXPECT_EQ(stats["num_frees"], 1);
+  EXPECT_EQ(stats["live_bytes"], 3000);
+  EXPECT_EQ(stats["peak_live_bytes"], 4000);
+  EXPECT_GE(stats["peak_bytes_in_use"].get<uint64_t>(), 4000u);
+  EXPECT_EQ(stats["bytes_limit"], 64 * kMiB);
+
+  (*allocator)->ResetPeak();
+  stats = (*allocator)->StatsJson();
+  EXPECT_EQ(stats["peak_live_bytes"], 3000);
+  EXPECT_EQ(stats["num_allocs"], 0);
+  nlohmann::json dump = (*allocator)->DumpJson();
+  EXPECT_FALSE(dump["regions"].empty());
+  (*allocator)->Free(b);
+  EXPECT_EQ((*allocator)->StatsJson()["live_bytes"], 0);
+}
+
+TEST(PluginAllocatorTest, OutOfMemoryExplainsItself) {
+  PluginOptions options;
+  options.memory_limit = 4 * kMiB;
+  absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
+      PluginAllocator::Create(options);
+  ASSERT_TRUE(allocator.ok()) << allocator.status();
+  EXPECT_EQ((*allocator)->Allocate(8 * kMiB), nullptr);
+  const std::string report = (*allocator)->FailureReport(8 * kMiB);
+  EXPECT_NE(report.find("tensormem: out of memory"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find(std::to_string(4 * kMiB)), std::string::npos) << report;
+  EXPECT_EQ((*allocator)->StatsJson()["num_failed_allocs"], 1);
+}
+
+TEST(PluginAllocatorTest, RecordsTraceAndWritesReportWhenFinished) {
+  PluginOptions options;
+  options.memory_limit = 64 * kMiB;
+  options.trace_path = TempPath("plugin_test.trace");
+  options.report_path = TempPath("plugin_test_report.json");
+  absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
+      PluginAllocator::Create(options);
+  ASSERT_TRUE(allocator.ok()) << allocator.status();
+  void* a = (*allocator)->Allocate(512);
+  void* b = (*allocator)->Allocate(2048);
+  (*allocator)->Free(a);
+  ASSERT_TRUE((*allocator)->Finish().ok());
+  (*allocator)->Free(b);  // after Finish: still freed, no longer recorded
+
+  absl::StatusOr<Trace> trace = ReadTrace(options.trace_path);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ASSERT_EQ(trace->events.size(), 3u);
+  EXPECT_EQ(trace->events[0].op, TraceOp::kAlloc);
+  EXPECT_EQ(trace->events[0].bytes, 512u);
+  EXPECT_EQ(trace->events[1].bytes, 2048u);
+  EXPECT_EQ(trace->events[2].op, TraceOp::kFree);
+  EXPECT_EQ(trace->events[2].id, trace->events[0].id);
+
+  std::ifstream report_file(options.report_path);
+  std::stringstream text;
+  text << report_file.rdbuf();
+  nlohmann::json report = nlohmann::json::parse(text.str(), nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << text.str();
+  EXPECT_EQ(report["stats"]["num_allocs"], 2);
+  EXPECT_TRUE(report["memory_dump"].contains("regions"));
+}
+
+TEST(PluginAllocatorTest, UnwritableTraceIsAnErrorNamingThePath) {
+  PluginOptions options;
+  options.trace_path = "/nonexistent-dir/run.trace";
+  absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
+      PluginAllocator::Create(options);
+  ASSERT_FALSE(allocator.ok());
+  EXPECT_NE(allocator.status().message().find("/nonexistent-dir/run.trace"),
+            std::string::npos);
+}
+
+TEST(PluginAllocatorTest, VmmUpstreamServesBlocks) {
+  PluginOptions options;
+  options.memory_limit = 256 * kMiB;
+  options.sub_allocator = "vmm";
+  absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
+      PluginAllocator::Create(options);
+  ASSERT_TRUE(allocator.ok()) << allocator.status();
+  void* block = (*allocator)->Allocate(10 * kMiB);
+  ASSERT_NE(block, nullptr);
+  static_cast<char*>(block)[10 * kMiB - 1] = 1;  // committed memory, writable
+  (*allocator)->Free(block);
+  EXPECT_EQ((*allocator)->StatsJson()["sub_allocator"], "vmm");
+}
+
+}  // namespace
+}  // namespace tensormem

@@ -1,0 +1,51 @@
+"""One step of a model's inference or training, as the recording and timing tools run it.
+
+    step = make_step("resnet18", mode="train", batch=8, resolution=224)
+    loss = step()      # forward + backward + SGD step (with momentum)
+
+Inference runs under torch.no_grad() in eval mode. Training runs a forward pass in
+train mode, a cross-entropy loss against fixed random labels (per pixel for
+segmentation models), backward, and an SGD step with momentum 0.9. Everything is
+seeded, so two runs in one thread compute bit-identical values.
+"""
+
+import torch
+
+import models
+
+MODES = ("infer", "train")
+
+
+def make_step(name, mode, batch, resolution=None, seed=0):
+    """Builds the model (allocating its weights now) and returns a callable step."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode '{mode}'; known: {', '.join(MODES)}")
+    model, example = models.build(name, batch, resolution, seed=seed)
+    if mode == "infer":
+        model.eval()
+
+        def infer():
+            with torch.no_grad():
+                return models.output_tensor(model(example))
+
+        infer.model = model
+        return infer
+
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    labels = {}
+
+    def train():
+        optimizer.zero_grad(set_to_none=True)
+        output = models.output_tensor(model(example))
+        if "target" not in labels:  # shaped like the output, drawn once
+            generator = torch.Generator().manual_seed(seed + 1)
+            shape = (output.shape[0],) + tuple(output.shape[2:])
+            labels["target"] = torch.randint(0, output.shape[1], shape, generator=generator)
+        loss = torch.nn.functional.cross_entropy(output, labels["target"])
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    train.model = model
+    return train
