@@ -40,7 +40,8 @@ TEST(UsageRecordTest, ClosedRecordsTouchingAtOneTaskConflict) {
 
 TEST(UsageRecordTest, RejectsBadIntervals) {
   BufferSet set;
-  set.buffers.push_back(Buffer{.id = 4, .lower = -1, .upper = 2, .size = 8, .offset = {}});
+  set.buffers.push_back(
+      Buffer{.id = 4, .lower = -1, .upper = 2, .size = 8, .offset = {}});
   EXPECT_THAT(ToUsageRecords(set).status().message(),
               ::testing::HasSubstr("buffer 4"));
   EXPECT_FALSE(FromUsageRecords({{8, 3, 2}}).ok());

@@ -1,0 +1,135 @@
+// Properties every plan must have, on random DNN-like inputs: valid, no
+// smaller than its lower bound, and the orderings between strategies that
+// follow from their definitions.
+#include <random>
+
+#include "gtest/gtest.h"
+#include "tensormem/plan/checker.h"
+#include "tensormem/plan/memory_management.h"
+#include "tensormem/plan/object_strategies.h"
+#include "tensormem/plan/offset_strategies.h"
+#include "tensormem/plan/task_profiles.h"
+
+namespace tensormem {
+namespace {
+
+// Records sorted by first task (as a model's execution order gives them),
+// mostly short-lived with a few long-lived ones, sizes over three orders of
+// magnitude with repeats (so EQUALITY finds matches).
+std::vector<UsageRecord<>> RandomRecords(std::mt19937_64& rng, int n) {
+  std::vector<UsageRecord<>> records;
+  TaskId task = 0;
+  for (int i = 0; i < n; ++i) {
+    task += rng() % 3 == 0;
+    const TaskId length = rng() % 8 == 0 ? rng() % 20 : rng() % 3;
+    const uint64_t size =
+        (rng() % 4 == 0 ? 0 : 1 + rng() % 16) * (uint64_t{1} << (rng() % 10));
+    records.push_back({size, task, task + length});
+  }
+  return records;
+}
+
+constexpr MemoryStrategy kAll[] = {
+    MemoryStrategy::kNaive,         MemoryStrategy::kEquality,
+    MemoryStrategy::kGreedyInOrder, MemoryStrategy::kGreedyByBreadth,
+    MemoryStrategy::kGreedyBySize,  MemoryStrategy::kGreedyBest,
+    MemoryStrategy::kMinCostFlow};
+
+TEST(PlanInvariantsTest, EveryPlanIsValidAndAboveItsLowerBound) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 150; ++round) {
+    const std::vector<UsageRecord<>> records =
+        RandomRecords(rng, 1 + rng() % 40);
+    const uint64_t objects_bound = SharedObjectsLowerBound(records);
+    const uint64_t offsets_bound = MaxBreadth(records);
+    ASSERT_GE(objects_bound, offsets_bound);
+    uint64_t totals[7];
+    for (MemoryStrategy strategy : kAll) {
+      ObjectsAssignment<> objects;
+      ASSERT_TRUE(AssignObjectsToTensors(records, strategy, &objects).ok());
+      ASSERT_TRUE(CheckObjects(records, objects).ok())
+          << CheckObjects(records, objects) << " strategy "
+          << static_cast<int>(strategy);
+      totals[static_cast<int>(strategy)] = TotalSize(objects);
+      EXPECT_GE(TotalSize(objects), objects_bound);
+    }
+    const uint64_t naive = totals[static_cast<int>(MemoryStrategy::kNaive)];
+    const uint64_t best = totals[static_cast<int>(MemoryStrategy::kGreedyBest)];
+    EXPECT_LE(best, totals[static_cast<int>(MemoryStrategy::kGreedyBySize)]);
+    EXPECT_LE(best, totals[static_cast<int>(MemoryStrategy::kGreedyByBreadth)]);
+    for (uint64_t total : totals) EXPECT_LE(total, naive);
+
+    for (uint64_t align : {uint64_t{1}, uint64_t{64}}) {
+      absl::StatusOr<OffsetsAssignment> greedy =
+          GreedyBySizeOffsets(records, align);
+      ASSERT_TRUE(greedy.ok());
+      ASSERT_TRUE(CheckOffsets(records, *greedy, align).ok())
+          << CheckOffsets(records, *greedy, align);
+      EXPECT_GE(greedy->total_size, offsets_bound);
+      absl::StatusOr<BestFitResult> best_fit = BestFitMulti(records, align);
+      ASSERT_TRUE(best_fit.ok());
+      ASSERT_TRUE(CheckOffsets(records, best_fit->offsets, align).ok())
+          << CheckOffsets(records, best_fit->offsets, align);
+      EXPECT_GE(best_fit->offsets.total_size, offsets_bound);
+      if (align == 1) {
+        EXPECT_LE(greedy->total_size, naive);
+        EXPECT_LE(best_fit->offsets.total_size, naive);
+      }
+      for (PlacementOrder order :
+           {PlacementOrder::kSizeThenDuration,
+            PlacementOrder::kDurationThenSize, PlacementOrder::kArea}) {
+        for (GapRule rule : {GapRule::kBestFit, GapRule::kFirstFit}) {
+          const OffsetsAssignment plan =
+              PlaceInOrder(records, order, rule, align);
+          ASSERT_TRUE(CheckOffsets(records, plan, align).ok());
+          // BestFitMulti keeps the best of every best-fit order and of
+          // first fit by size.
+          if (rule == GapRule::kBestFit ||
+              order == PlacementOrder::kSizeThenDuration) {
+            EXPECT_LE(best_fit->offsets.total_size, plan.total_size);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(PlanInvariantsTest, ReallocationGraphPlansAreValid) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 100; ++round) {
+    const std::vector<UsageRecord<>> records =
+        RandomRecords(rng, 1 + rng() % 25);
+    const size_t n = records.size();
+    UsageGraph graph(n);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < n; ++j) {
+        if (i != j && rng() % 2 == 0) graph[i].push_back(j);
+      }
+    }
+    absl::StatusOr<ObjectsAssignment<>> plan =
+        GreedyInOrderAssignment(records, &graph);
+    ASSERT_TRUE(plan.ok());
+    ASSERT_TRUE(CheckObjects(records, *plan).ok())
+        << CheckObjects(records, *plan);
+  }
+}
+
+TEST(PlanInvariantsTest, SegmentProfilesGiveTheSamePositionalMaximums) {
+  // Positional maximums come from segment profiles; compare with per-task ones.
+  std::mt19937_64 rng(3);
+  for (int round = 0; round < 200; ++round) {
+    const std::vector<UsageRecord<>> records =
+        RandomRecords(rng, 1 + rng() % 30);
+    std::vector<uint64_t> expected;
+    for (const TaskProfile& profile : CalculateTaskProfiles(records)) {
+      if (expected.size() < profile.size()) expected.resize(profile.size(), 0);
+      for (size_t k = 0; k < profile.size(); ++k) {
+        expected[k] = std::max(expected[k], records[profile[k]].tensor_size);
+      }
+    }
+    EXPECT_EQ(CalculatePositionalMaximums(records), expected);
+  }
+}
+
+}  // namespace
+}  // namespace tensormem
