@@ -1,0 +1,106 @@
+#include "tensormem/alloc/tracking_allocator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace tensormem {
+
+std::shared_ptr<TrackingAllocator> TrackingAllocator::Create(
+    Allocator& wrapped) {
+  return std::shared_ptr<TrackingAllocator>(new TrackingAllocator(wrapped));
+}
+
+void* TrackingAllocator::DoAllocate(size_t bytes, size_t alignment) {
+  if (closed()) return nullptr;
+  void* ptr = wrapped_.Allocate(bytes, alignment);
+  if (ptr == nullptr) return nullptr;
+  const size_t charged = wrapped_.AllocatedSize(ptr).value_or(bytes);
+  {
+    absl::MutexLock lock(&mutex_);
+    if (!closed_) {
+      blocks_.emplace(ptr, Block{bytes, charged});
+      ++summary_.num_allocs;
+      ++summary_.outstanding_allocations;
+      summary_.total_bytes += charged;
+      summary_.outstanding_bytes += charged;
+      summary_.high_watermark =
+          std::max(summary_.high_watermark, summary_.outstanding_bytes);
+      if (keep_alive_ == nullptr) keep_alive_ = weak_from_this().lock();
+      return ptr;
+    }
+  }
+  // Closed while the wrapped allocator was working: the block is not ours.
+  wrapped_.Deallocate(ptr);
+  return nullptr;
+}
+
+absl::Status TrackingAllocator::DoDeallocate(void* ptr) {
+  Block block;
+  {
+    // Claim the block first, so two racing frees of it cannot both reach the
+    // wrapped allocator.
+    absl::MutexLock lock(&mutex_);
+    auto it = blocks_.find(ptr);
+    if (it == blocks_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("free of %p, which is not a live block of %s (never "
+                          "allocated through it, interior, "
+                          "or already freed)",
+                          ptr, Name()));
+    }
+    block = it->second;
+    blocks_.erase(it);
+  }
+  if (absl::Status status = wrapped_.CheckedDeallocate(ptr); !status.ok()) {
+    absl::MutexLock lock(&mutex_);
+    blocks_.emplace(ptr, block);  // refused: the books stay as they were
+    return status;
+  }
+  std::shared_ptr<TrackingAllocator> last_reference;
+  {
+    absl::MutexLock lock(&mutex_);
+    summary_.outstanding_bytes -= block.charged;
+    --summary_.outstanding_allocations;
+    ++summary_.num_deallocs;
+    if (closed_) ++summary_.deallocs_after_close;
+    if (summary_.outstanding_allocations == 0)
+      last_reference = std::move(keep_alive_);
+  }
+  // `last_reference` may be the final owner: it destroys the tracker on
+  // return, after the lock is released and no member is touched again.
+  return absl::OkStatus();
+}
+
+TrackingSummary TrackingAllocator::Close() {
+  absl::MutexLock lock(&mutex_);
+  closed_ = true;
+  return summary_;
+}
+
+bool TrackingAllocator::closed() const {
+  absl::MutexLock lock(&mutex_);
+  return closed_;
+}
+
+TrackingSummary TrackingAllocator::Summary() const {
+  absl::MutexLock lock(&mutex_);
+  return summary_;
+}
+
+std::optional<size_t> TrackingAllocator::RequestedSize(const void* ptr) const {
+  absl::MutexLock lock(&mutex_);
+  auto it = blocks_.find(ptr);
+  if (it == blocks_.end()) return std::nullopt;
+  return it->second.requested;
+}
+
+std::optional<size_t> TrackingAllocator::AllocatedSize(const void* ptr) const {
+  absl::MutexLock lock(&mutex_);
+  auto it = blocks_.find(ptr);
+  if (it == blocks_.end()) return std::nullopt;
+  return it->second.charged;
+}
+
+}  // namespace tensormem
