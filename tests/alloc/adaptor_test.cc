@@ -1,5 +1,6 @@
 // Tests of the tracking and limiting adaptors over fake and real allocators.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -272,7 +273,7 @@ TEST(LimitingAllocatorTest, MisuseChangesNothing) {
 
 TEST(LimitingAllocatorTest, ThreadsNeverPassTheCapTogether) {
   FakeAllocator fake(/*rounding=*/0);
-  LimitingAllocator capped(fake, 10000);
+  LimitingAllocator capped(fake, 5000);
   std::atomic<int> refused = 0;
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -285,7 +286,7 @@ TEST(LimitingAllocatorTest, ThreadsNeverPassTheCapTogether) {
         } else {
           held.push_back(p);
         }
-        if (held.size() > 6) {
+        if (held.size() > 12) {
           capped.Deallocate(held.front());
           held.erase(held.begin());
         }
