@@ -62,6 +62,7 @@ absl::Status ArenaPlanner::ResetAllocations() {
   arena_.ClearPlan();
   persistent_arena_.ClearPlan();
   allocs_.assign(graph_->tensors.size(), ArenaAlloc{});
+  shared_placed_.assign(graph_->tensors.size(), false);
   last_active_node_ = kNodeNotAssigned;
   executed_through_ = -1;
   return absl::OkStatus();
@@ -120,6 +121,7 @@ absl::Status ArenaPlanner::ExecuteAllocations(int first_node, int last_node) {
   alloc_node_.resize(n, kNodeNotAssigned);
   dealloc_node_.resize(n, kNodeNotAssigned);
   shared_root_.resize(n, -1);
+  shared_placed_.resize(n, false);
   return options_.planner == ArenaPlannerKind::kQueue
              ? ExecuteQueue(first_node, last_node)
              : ExecuteGreedy(first_node, last_node);
@@ -207,6 +209,10 @@ absl::Status ArenaPlanner::ResetAllocationsAfter(int node) {
       allocs_[i] = ArenaAlloc{};
       t.data = nullptr;
     }
+    if (shared_placed_[i] && alloc_node_[i] > node) {
+      shared_placed_[i] = false;
+      t.data = nullptr;
+    }
   }
   // The blocks new ones must avoid are the main-arena ones live at `node`
   // (persistent blocks live in the other arena and are kept).
@@ -237,8 +243,7 @@ std::optional<TensorPlacement> ArenaPlanner::Placement(int tensor) const {
   }
   const AllocationType type = graph_->tensors[tensor].type;
   const int root = SharedRoot(tensor);
-  if (root != tensor && type == AllocationType::kArenaRw &&
-      graph_->tensors[root].type == AllocationType::kArenaRw) {
+  if (root != tensor && shared_placed_[tensor]) {
     std::optional<TensorPlacement> placement = Placement(root);
     if (placement) placement->shares_with = root;
     return placement;

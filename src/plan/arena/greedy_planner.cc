@@ -169,6 +169,7 @@ absl::Status ArenaPlanner::PlaceGreedy(int first_node, int last_node,
       if (root.type == AllocationType::kArenaRw &&
           tensors[t].type == AllocationType::kArenaRw &&
           root.bytes == tensors[t].bytes) {
+        shared_placed_[t] = true;
         continue;
       }
       shared_root_[t] = -1;

@@ -173,6 +173,8 @@ class ArenaPlanner {
   std::vector<absl::btree_set<int>> nodes_to_tensors_;
   std::vector<int> refcounts_;
   std::vector<int> shared_root_;  // -1 or the tensor whose buffer is reused
+  // Whether the sharing was confirmed when its tensor was executed.
+  std::vector<bool> shared_placed_;
   int32_t last_active_node_ = kNodeNotAssigned;
   bool has_nonpersistent_memory_ = false;
 };
