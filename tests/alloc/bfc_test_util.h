@@ -29,12 +29,14 @@ inline std::unique_ptr<BfcAllocator> MakeSimulatedBfc(
       std::move(options));
 }
 
-}  // namespace tensormem::testing
+// For ASSERT_TRUE(InvariantsHold(allocator)): the checker's message on failure.
+inline ::testing::AssertionResult InvariantsHold(
+    const BfcAllocator& allocator) {
+  const absl::Status status = allocator.CheckInvariants();
+  if (status.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << status;
+}
 
-#define EXPECT_BFC_INVARIANTS(allocator)                              \
-  do {                                                                \
-    const absl::Status tm_invariants = (allocator).CheckInvariants(); \
-    ASSERT_TRUE(tm_invariants.ok()) << tm_invariants;                 \
-  } while (0)
+}  // namespace tensormem::testing
 
 #endif  // TENSORMEM_TESTS_ALLOC_BFC_TEST_UTIL_H_
