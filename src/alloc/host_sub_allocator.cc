@@ -1,5 +1,6 @@
 #include "tensormem/alloc/host_sub_allocator.h"
 
+#include <cstdint>
 #include <cstdlib>
 
 #include "tensormem/core/checked_math.h"
@@ -11,6 +12,9 @@ void* HostSubAllocator::Alloc(size_t alignment, size_t bytes,
   *bytes_received = 0;
   if (bytes == 0 || (alignment != 0 && !IsPowerOfTwo(alignment)))
     return nullptr;
+  // No object may be larger than PTRDIFF_MAX; refusing here also keeps
+  // sanitizer runtimes from aborting on an absurd size.
+  if (bytes > PTRDIFF_MAX) return nullptr;
   // posix_memalign wants a multiple of sizeof(void*); smaller ones are implied.
   const size_t effective_alignment =
       alignment < sizeof(void*) ? sizeof(void*) : alignment;

@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 #include "absl/strings/str_format.h"
@@ -12,6 +13,9 @@ namespace tensormem {
 
 void* SystemAllocator::DoAllocate(size_t bytes, size_t alignment) {
   if (bytes == 0 || !IsPowerOfTwo(alignment)) return nullptr;
+  // No object may be larger than PTRDIFF_MAX; refusing here also keeps
+  // sanitizer runtimes from aborting on an absurd size.
+  if (bytes > PTRDIFF_MAX) return nullptr;
   // posix_memalign wants a multiple of sizeof(void*); smaller ones are implied.
   void* ptr = nullptr;
   if (posix_memalign(&ptr, std::max(alignment, sizeof(void*)), bytes) != 0)
