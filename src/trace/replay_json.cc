@@ -1,0 +1,37 @@
+#include "tensormem/trace/replay.h"
+
+namespace tensormem {
+
+nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats) {
+  nlohmann::json json = {
+      {"num_allocs", stats.num_allocs},
+      {"bytes_in_use", stats.bytes_in_use},
+      {"peak_bytes_in_use", stats.peak_bytes_in_use},
+      {"largest_alloc_size", stats.largest_alloc_size},
+      {"bytes_limit", nullptr},
+      {"pool_bytes", stats.pool_bytes},
+      {"peak_pool_bytes", stats.peak_pool_bytes},
+      {"largest_free_block_bytes", stats.largest_free_block_bytes}};
+  if (stats.bytes_limit) json["bytes_limit"] = *stats.bytes_limit;
+  return json;
+}
+
+nlohmann::json ReplayMetricsToJson(const ReplayMetrics& metrics) {
+  return {{"allocator", metrics.allocator},
+          {"events", metrics.events},
+          {"allocs", metrics.allocs},
+          {"frees", metrics.frees},
+          {"failed_allocs", metrics.failed_allocs},
+          {"recorded_failures", metrics.recorded_failures},
+          {"skipped_frees", metrics.skipped_frees},
+          {"peak_live_bytes", metrics.peak_live_bytes},
+          {"peak_in_use_bytes", metrics.peak_in_use_bytes},
+          {"peak_pool_bytes", metrics.peak_pool_bytes},
+          {"fragmentation", metrics.fragmentation},
+          {"seconds", metrics.seconds},
+          {"ns_per_op", metrics.ns_per_op},
+          {"stats", metrics.stats ? AllocatorStatsToJson(*metrics.stats)
+                                  : nlohmann::json()}};
+}
+
+}  // namespace tensormem
