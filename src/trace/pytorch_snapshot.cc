@@ -1,0 +1,282 @@
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_format.h"
+#include "tensormem/trace/importers.h"
+#include "tensormem/trace/pickle.h"
+#include "trace/stream_index.h"
+
+namespace tensormem {
+namespace {
+
+// A block known by address: its requested size and stream handle.
+struct Block {
+  uint64_t bytes = 0;
+  uint64_t stream = 0;
+};
+
+class SnapshotReader {
+ public:
+  SnapshotReader(std::string_view source, int device)
+      : source_(source), device_(device) {}
+
+  absl::StatusOr<PytorchImport> Read(PickleValue root);
+
+ private:
+  absl::Status Error(std::string_view where, std::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %s: %s", absl::string_view(source_.data(), source_.size()),
+        absl::string_view(where.data(), where.size()),
+        absl::string_view(what.data(), what.size())));
+  }
+  // An integer field of a dict; `where` names the dict in errors.
+  absl::StatusOr<int64_t> IntField(PickleValue dict, std::string_view key,
+                                   std::string_view where) const;
+  absl::Status ReadLiveBlocks(PickleValue segments,
+                              std::map<uint64_t, Block>& live) const;
+
+  std::string_view source_;
+  int device_;
+};
+
+absl::StatusOr<int64_t> SnapshotReader::IntField(PickleValue dict,
+                                                 std::string_view key,
+                                                 std::string_view where) const {
+  std::optional<PickleValue> value = dict.Find(key);
+  if (!value) {
+    return Error(where,
+                 absl::StrFormat("missing '%s'",
+                                 absl::string_view(key.data(), key.size())));
+  }
+  std::optional<int64_t> number = value->AsInt();
+  if (!number || *number < 0) {
+    return Error(where,
+                 absl::StrFormat("'%s' is not a non-negative integer",
+                                 absl::string_view(key.data(), key.size())));
+  }
+  return *number;
+}
+
+// Blocks allocated in the final state of the chosen device, by address.
+absl::Status SnapshotReader::ReadLiveBlocks(
+    PickleValue segments, std::map<uint64_t, Block>& live) const {
+  if (segments.kind() != PickleValue::Kind::kList)
+    return Error("segments", "is not a list");
+  for (size_t s = 0; s < segments.size(); ++s) {
+    const std::string where = absl::StrFormat("segments[%d]", s);
+    const PickleValue segment = segments[s];
+    if (segment.kind() != PickleValue::Kind::kDict)
+      return Error(where, "is not a dict");
+    if (std::optional<PickleValue> device = segment.Find("device")) {
+      if (device->AsInt() != device_) continue;
+    }
+    absl::StatusOr<int64_t> address = IntField(segment, "address", where);
+    if (!address.ok()) return address.status();
+    uint64_t stream = 0;
+    if (std::optional<PickleValue> handle = segment.Find("stream")) {
+      stream = static_cast<uint64_t>(handle->AsInt().value_or(0));
+    }
+    std::optional<PickleValue> blocks = segment.Find("blocks");
+    if (!blocks || blocks->kind() != PickleValue::Kind::kList) {
+      return Error(where, "has no list of blocks");
+    }
+    // Blocks are in address order; older snapshots omit their addresses.
+    uint64_t block_address = *address;
+    for (size_t b = 0; b < blocks->size(); ++b) {
+      const std::string block_where =
+          absl::StrFormat("%s.blocks[%d]", where, b);
+      const PickleValue block = (*blocks)[b];
+      if (block.kind() != PickleValue::Kind::kDict)
+        return Error(block_where, "is not a dict");
+      absl::StatusOr<int64_t> size = IntField(block, "size", block_where);
+      if (!size.ok()) return size.status();
+      if (block.Find("address")) {
+        absl::StatusOr<int64_t> given = IntField(block, "address", block_where);
+        if (!given.ok()) return given.status();
+        block_address = *given;
+      }
+      std::optional<PickleValue> state = block.Find("state");
+      const std::string_view state_name =
+          state ? state->AsString().value_or("") : std::string_view();
+      if (state_name.starts_with(
+              "active_")) {  // allocated, pending or awaiting free
+        Block live_block{static_cast<uint64_t>(*size), stream};
+        if (block.Find("requested_size")) {
+          absl::StatusOr<int64_t> requested =
+              IntField(block, "requested_size", block_where);
+          if (!requested.ok()) return requested.status();
+          live_block.bytes = *requested;
+        }
+        live[block_address] = live_block;
+      } else if (state_name != "inactive") {
+        return Error(block_where,
+                     absl::StrFormat("unknown state '%s'",
+                                     absl::string_view(state_name.data(),
+                                                       state_name.size())));
+      }
+      block_address += *size;
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct Entry {
+  enum class Action { kAlloc, kFree, kOom, kOther } action = Action::kOther;
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  uint64_t stream = 0;
+  std::optional<int64_t> time_us;
+};
+
+absl::StatusOr<PytorchImport> SnapshotReader::Read(PickleValue root) {
+  PytorchImport result;
+  std::optional<PickleValue> segments;
+  std::optional<PickleValue> traces;
+  if (root.kind() == PickleValue::Kind::kList) {
+    segments = root;  // the legacy form: segments only
+  } else if (root.kind() == PickleValue::Kind::kDict) {
+    segments = root.Find("segments");
+    traces = root.Find("device_traces");
+  }
+  if (!segments)
+    return Error("top level", "not a PyTorch memory snapshot (no 'segments')");
+  std::map<uint64_t, Block> live;  // address -> block, at the end of the trace
+  if (absl::Status status = ReadLiveBlocks(*segments, live); !status.ok())
+    return status;
+
+  std::vector<Entry> entries;
+  if (traces) {
+    if (traces->kind() != PickleValue::Kind::kList)
+      return Error("device_traces", "is not a list");
+    result.devices = traces->size();
+    if (device_ < 0 || static_cast<size_t>(device_) >= traces->size()) {
+      return Error("device_traces",
+                   absl::StrFormat(
+                       "no device %d (the snapshot has traces for %d devices)",
+                       device_, traces->size()));
+    }
+    const PickleValue device_trace = (*traces)[device_];
+    if (device_trace.kind() != PickleValue::Kind::kList) {
+      return Error(absl::StrFormat("device_traces[%d]", device_),
+                   "is not a list");
+    }
+    for (size_t i = 0; i < device_trace.size(); ++i) {
+      const std::string where =
+          absl::StrFormat("device_traces[%d][%d]", device_, i);
+      const PickleValue item = device_trace[i];
+      std::optional<PickleValue> action = item.Find("action");
+      std::optional<std::string_view> name =
+          action ? action->AsString() : std::nullopt;
+      if (!name) return Error(where, "has no 'action' string");
+      Entry entry;
+      if (*name == "alloc") entry.action = Entry::Action::kAlloc;
+      if (*name == "free_completed") entry.action = Entry::Action::kFree;
+      if (*name == "oom") entry.action = Entry::Action::kOom;
+      if (entry.action == Entry::Action::kOther) {
+        ++result.entries_skipped;
+        continue;
+      }
+      if (entry.action != Entry::Action::kOom) {
+        absl::StatusOr<int64_t> address = IntField(item, "addr", where);
+        if (!address.ok()) return address.status();
+        entry.address = *address;
+      }
+      absl::StatusOr<int64_t> size = IntField(item, "size", where);
+      if (!size.ok()) return size.status();
+      entry.bytes = *size;
+      if (std::optional<PickleValue> stream = item.Find("stream")) {
+        entry.stream = static_cast<uint64_t>(stream->AsInt().value_or(0));
+      }
+      if (std::optional<PickleValue> time = item.Find("time_us"))
+        entry.time_us = time->AsInt();
+      entries.push_back(entry);
+    }
+  }
+
+  // The buffer keeps only the latest events: walk them backwards from the
+  // final state to find what was already live before the first one.
+  std::map<uint64_t, Block> before = live;
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    if (it->action == Entry::Action::kAlloc) before.erase(it->address);
+    if (it->action == Entry::Action::kFree)
+      before[it->address] = {it->bytes, it->stream};
+  }
+
+  trace_internal::StreamIndex streams;
+  absl::flat_hash_map<uint64_t, uint64_t>
+      ids;  // address -> id of the live block
+  uint64_t next_id = 0;
+  for (const auto& [address, block] : before) {
+    TraceEvent event = TraceEvent::Alloc(next_id, block.bytes);
+    event.stream = streams.IndexOf(block.stream);
+    ids[address] = next_id++;
+    result.trace.events.push_back(event);
+  }
+  result.blocks_live_at_start = before.size();
+
+  std::optional<int64_t> first_time_us;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& entry = entries[i];
+    TraceEvent event;
+    event.stream = streams.IndexOf(entry.stream);
+    if (entry.time_us) {
+      if (!first_time_us) first_time_us = entry.time_us;
+      event.time_ns =
+          std::max<int64_t>(0, (*entry.time_us - *first_time_us) * 1000);
+    }
+    if (entry.action == Entry::Action::kFree) {
+      auto it = ids.find(entry.address);
+      if (it == ids.end()) {
+        return Error(
+            absl::StrFormat("device trace entry %d", i),
+            absl::StrFormat(
+                "free_completed of address 0x%x, which is not allocated",
+                entry.address));
+      }
+      event.op = TraceOp::kFree;
+      event.id = it->second;
+      ids.erase(it);
+    } else {
+      event.op = TraceOp::kAlloc;
+      event.id = next_id++;
+      event.bytes = entry.bytes;
+      event.failed = entry.action == Entry::Action::kOom;
+      if (!event.failed && !ids.try_emplace(entry.address, event.id).second) {
+        return Error(
+            absl::StrFormat("device trace entry %d", i),
+            absl::StrFormat("alloc at address 0x%x, which is already allocated",
+                            entry.address));
+      }
+    }
+    result.trace.events.push_back(event);
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<PytorchImport> ParsePytorchSnapshot(
+    std::string bytes, std::string_view source,
+    const PytorchSnapshotOptions& options) {
+  absl::StatusOr<PickleDocument> document =
+      PickleDocument::Parse(std::move(bytes), source);
+  if (!document.ok()) return document.status();
+  return SnapshotReader(source, options.device).Read(document->root());
+}
+
+absl::StatusOr<PytorchImport> ReadPytorchSnapshot(
+    const std::string& path, const PytorchSnapshotOptions& options) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  return ParsePytorchSnapshot(std::move(bytes).str(), path, options);
+}
+
+}  // namespace tensormem
