@@ -9,8 +9,14 @@
 // visits chunks in global (size, address) order, which is why the answers are
 // identical to the scan, filters included. B-tree nodes hold many keys, so
 // inserts and erases rarely allocate, unlike a node-per-key std::set.
+//
+// Each bin also holds a sentinel key above every real one. A bin therefore
+// never empties (a B-tree frees its root when it does, and allocates it again
+// on the next insert: a malloc/free pair on every alloc/free cycle), and a
+// lower_bound always lands on an element, never on the end of a leaf.
 #include <bit>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
 
@@ -21,8 +27,14 @@
 namespace tensormem {
 namespace {
 
+constexpr FreeChunkKey kSentinel{UINT64_MAX, UINT64_MAX, UINT32_MAX};
+
 class FastFreeIndex final : public BfcFreeIndex {
  public:
+  FastFreeIndex() {
+    for (Bin& bin : bins_) bin.insert(kSentinel);
+  }
+
   std::string Name() const override { return "fast"; }
 
   void Insert(const FreeChunkKey& key) override {
@@ -35,7 +47,7 @@ class FastFreeIndex final : public BfcFreeIndex {
   bool Erase(const FreeChunkKey& key) override {
     const int bin = bfc::BinNumForSize(key.size);
     if (bins_[bin].erase(key) == 0) return false;
-    if (bins_[bin].empty()) non_empty_bins_ &= ~(uint32_t{1} << bin);
+    if (bins_[bin].size() == 1) non_empty_bins_ &= ~(uint32_t{1} << bin);
     --size_;
     return true;
   }
@@ -48,10 +60,9 @@ class FastFreeIndex final : public BfcFreeIndex {
 
   std::optional<FreeChunkKey> FindBestFit(uint64_t min_size) const override {
     const int first_bin = bfc::BinNumForSize(min_size);
-    const Bin& bin = bins_[first_bin];
-    if (auto it = bin.lower_bound(FreeChunkKey{min_size, 0, 0});
-        it != bin.end())
-      return *it;
+    const FreeChunkKey& fit =
+        *bins_[first_bin].lower_bound(FreeChunkKey{min_size, 0, 0});
+    if (fit.handle != kSentinel.handle) return fit;
     const int next_bin = NextNonEmptyBin(first_bin);
     if (next_bin < 0) return std::nullopt;
     return *bins_[next_bin].begin();
@@ -62,7 +73,7 @@ class FastFreeIndex final : public BfcFreeIndex {
     int bin_num = bfc::BinNumForSize(min_size);
     auto it = bins_[bin_num].lower_bound(FreeChunkKey{min_size, 0, 0});
     while (true) {
-      for (; it != bins_[bin_num].end(); ++it) {
+      for (; it->handle != kSentinel.handle; ++it) {
         if (accept(*it)) return *it;
       }
       bin_num = NextNonEmptyBin(bin_num);
@@ -74,7 +85,7 @@ class FastFreeIndex final : public BfcFreeIndex {
   std::optional<FreeChunkKey> Largest() const override {
     if (non_empty_bins_ == 0) return std::nullopt;
     const int last_bin = 31 - std::countl_zero(non_empty_bins_);
-    return *bins_[last_bin].rbegin();
+    return *std::next(bins_[last_bin].rbegin());
   }
 
  private:

@@ -39,6 +39,10 @@ struct FreeChunkKey {
     if (auto order = a.size <=> b.size; order != 0) return order;
     return a.address <=> b.address;
   }
+  // Spelled out: the ordered containers call it on every probe.
+  friend bool operator<(const FreeChunkKey& a, const FreeChunkKey& b) {
+    return a.size != b.size ? a.size < b.size : a.address < b.address;
+  }
 };
 
 class BfcFreeIndex {
