@@ -9,17 +9,17 @@ FaultInjectingSubAllocator::FaultInjectingSubAllocator(
     : wrapped_(std::move(wrapped)) {}
 
 void FaultInjectingSubAllocator::FailAllocCall(int64_t call_number) {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   failing_calls_.insert(call_number);
 }
 
 void FaultInjectingSubAllocator::SetFailAlways(bool fail_always) {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   fail_always_ = fail_always;
 }
 
 void FaultInjectingSubAllocator::SetShortfall(size_t shortfall) {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   shortfall_ = shortfall;
 }
 
@@ -28,7 +28,7 @@ void* FaultInjectingSubAllocator::Alloc(size_t alignment, size_t bytes,
   *bytes_received = 0;
   size_t shortfall;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     const int64_t call_number = ++alloc_calls_;
     if (fail_always_ || failing_calls_.contains(call_number)) {
       ++failed_allocs_;
@@ -38,7 +38,7 @@ void* FaultInjectingSubAllocator::Alloc(size_t alignment, size_t bytes,
   }
   size_t real_bytes = 0;
   void* region = wrapped_->Alloc(alignment, bytes, &real_bytes);
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   if (region == nullptr) {
     ++failed_allocs_;
     return nullptr;
@@ -53,7 +53,7 @@ void* FaultInjectingSubAllocator::Alloc(size_t alignment, size_t bytes,
 void FaultInjectingSubAllocator::Free(void* ptr, size_t bytes) {
   size_t real_bytes;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     ++free_calls_;
     auto it = regions_.find(ptr);
     if (it == regions_.end() || it->second.reported_bytes != bytes) {
@@ -68,32 +68,32 @@ void FaultInjectingSubAllocator::Free(void* ptr, size_t bytes) {
 }
 
 int64_t FaultInjectingSubAllocator::alloc_calls() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return alloc_calls_;
 }
 
 int64_t FaultInjectingSubAllocator::failed_allocs() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return failed_allocs_;
 }
 
 int64_t FaultInjectingSubAllocator::free_calls() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return free_calls_;
 }
 
 int64_t FaultInjectingSubAllocator::bad_frees() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return bad_frees_;
 }
 
 size_t FaultInjectingSubAllocator::live_regions() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return regions_.size();
 }
 
 uint64_t FaultInjectingSubAllocator::live_bytes() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return live_bytes_;
 }
 

@@ -8,19 +8,19 @@ namespace tensormem {
 
 void* LimitingAllocator::DoAllocate(size_t bytes, size_t alignment) {
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (bytes > limit_bytes_ - committed_bytes_) return nullptr;
     committed_bytes_ += bytes;  // reserved while the wrapped allocator works
   }
   void* ptr = wrapped_.Allocate(bytes, alignment);
   if (ptr == nullptr) {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     committed_bytes_ -= bytes;
     return nullptr;
   }
   const size_t charged = wrapped_.AllocatedSize(ptr).value_or(bytes);
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     committed_bytes_ -= bytes;
     if (charged <= limit_bytes_ - committed_bytes_) {
       committed_bytes_ += charged;
@@ -47,7 +47,7 @@ absl::Status LimitingAllocator::DoDeallocate(void* ptr) {
   {
     // Claim the block first, so two racing frees of it cannot both reach the
     // wrapped allocator.
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     auto it = blocks_.find(ptr);
     if (it == blocks_.end()) {
       return absl::InvalidArgumentError(
@@ -60,11 +60,11 @@ absl::Status LimitingAllocator::DoDeallocate(void* ptr) {
     blocks_.erase(it);
   }
   if (absl::Status status = wrapped_.CheckedDeallocate(ptr); !status.ok()) {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     blocks_.emplace(ptr, block);  // refused: the books stay as they were
     return status;
   }
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   committed_bytes_ -= block.charged;
   stats_.bytes_in_use -= block.charged;
   stats_.pool_bytes = stats_.bytes_in_use;
@@ -72,14 +72,14 @@ absl::Status LimitingAllocator::DoDeallocate(void* ptr) {
 }
 
 std::optional<AllocatorStats> LimitingAllocator::GetStats() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   AllocatorStats stats = stats_;
   stats.bytes_limit = limit_bytes_;
   return stats;
 }
 
 bool LimitingAllocator::ClearStats() {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   stats_.num_allocs = 0;
   stats_.peak_bytes_in_use = stats_.bytes_in_use;
   stats_.largest_alloc_size = 0;
@@ -88,14 +88,14 @@ bool LimitingAllocator::ClearStats() {
 }
 
 std::optional<size_t> LimitingAllocator::RequestedSize(const void* ptr) const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   auto it = blocks_.find(ptr);
   if (it == blocks_.end()) return std::nullopt;
   return it->second.requested;
 }
 
 std::optional<size_t> LimitingAllocator::AllocatedSize(const void* ptr) const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   auto it = blocks_.find(ptr);
   if (it == blocks_.end()) return std::nullopt;
   return it->second.charged;

@@ -39,7 +39,7 @@ void* SimulatedSubAllocator::Alloc(size_t alignment, size_t bytes,
     return nullptr;
   uintptr_t start;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     const std::optional<uintptr_t> taken =
         free_ranges_->TakeFirstFit(bytes, alignment == 0 ? 1 : alignment);
     if (!taken) return nullptr;
@@ -57,7 +57,7 @@ void SimulatedSubAllocator::Free(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     auto it = live_regions_.find(start);
     if (it == live_regions_.end() || it->second != bytes) {
       ++misuse_count_;
@@ -74,22 +74,22 @@ void SimulatedSubAllocator::Free(void* ptr, size_t bytes) {
   // Visit before the range becomes free again, so a visitor never sees the
   // same addresses handed out to another thread before it was told of the free.
   VisitFree(ptr, /*index=*/0, bytes);
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   free_ranges_->Release(start, bytes);
 }
 
 uint64_t SimulatedSubAllocator::bytes_in_use() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return bytes_in_use_;
 }
 
 size_t SimulatedSubAllocator::region_count() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return live_regions_.size();
 }
 
 int64_t SimulatedSubAllocator::misuse_count() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return misuse_count_;
 }
 

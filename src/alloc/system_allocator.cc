@@ -21,7 +21,7 @@ void* SystemAllocator::DoAllocate(size_t bytes, size_t alignment) {
   if (posix_memalign(&ptr, std::max(alignment, sizeof(void*)), bytes) != 0)
     return nullptr;
   const size_t allocated = std::max(bytes, malloc_usable_size(ptr));
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   blocks_.emplace(ptr, Block{bytes, allocated});
   ++stats_.num_allocs;
   stats_.bytes_in_use += allocated;
@@ -36,7 +36,7 @@ void* SystemAllocator::DoAllocate(size_t bytes, size_t alignment) {
 
 absl::Status SystemAllocator::DoDeallocate(void* ptr) {
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     auto it = blocks_.find(ptr);
     if (it == blocks_.end()) {
       return absl::InvalidArgumentError(
@@ -54,12 +54,12 @@ absl::Status SystemAllocator::DoDeallocate(void* ptr) {
 }
 
 std::optional<AllocatorStats> SystemAllocator::GetStats() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return stats_;
 }
 
 bool SystemAllocator::ClearStats() {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   stats_.num_allocs = 0;
   stats_.peak_bytes_in_use = stats_.bytes_in_use;
   stats_.largest_alloc_size = 0;
@@ -68,14 +68,14 @@ bool SystemAllocator::ClearStats() {
 }
 
 std::optional<size_t> SystemAllocator::RequestedSize(const void* ptr) const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   auto it = blocks_.find(ptr);
   if (it == blocks_.end()) return std::nullopt;
   return it->second.requested;
 }
 
 std::optional<size_t> SystemAllocator::AllocatedSize(const void* ptr) const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   auto it = blocks_.find(ptr);
   if (it == blocks_.end()) return std::nullopt;
   return it->second.allocated;

@@ -18,7 +18,7 @@ void* TrackingAllocator::DoAllocate(size_t bytes, size_t alignment) {
   if (ptr == nullptr) return nullptr;
   const size_t charged = wrapped_.AllocatedSize(ptr).value_or(bytes);
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (!closed_) {
       blocks_.emplace(ptr, Block{bytes, charged});
       ++summary_.num_allocs;
@@ -41,7 +41,7 @@ absl::Status TrackingAllocator::DoDeallocate(void* ptr) {
   {
     // Claim the block first, so two racing frees of it cannot both reach the
     // wrapped allocator.
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     auto it = blocks_.find(ptr);
     if (it == blocks_.end()) {
       return absl::InvalidArgumentError(
@@ -54,13 +54,13 @@ absl::Status TrackingAllocator::DoDeallocate(void* ptr) {
     blocks_.erase(it);
   }
   if (absl::Status status = wrapped_.CheckedDeallocate(ptr); !status.ok()) {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     blocks_.emplace(ptr, block);  // refused: the books stay as they were
     return status;
   }
   std::shared_ptr<TrackingAllocator> last_reference;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     summary_.outstanding_bytes -= block.charged;
     --summary_.outstanding_allocations;
     ++summary_.num_deallocs;
@@ -74,30 +74,30 @@ absl::Status TrackingAllocator::DoDeallocate(void* ptr) {
 }
 
 TrackingSummary TrackingAllocator::Close() {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   closed_ = true;
   return summary_;
 }
 
 bool TrackingAllocator::closed() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return closed_;
 }
 
 TrackingSummary TrackingAllocator::Summary() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return summary_;
 }
 
 std::optional<size_t> TrackingAllocator::RequestedSize(const void* ptr) const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   auto it = blocks_.find(ptr);
   if (it == blocks_.end()) return std::nullopt;
   return it->second.requested;
 }
 
 std::optional<size_t> TrackingAllocator::AllocatedSize(const void* ptr) const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   auto it = blocks_.find(ptr);
   if (it == blocks_.end()) return std::nullopt;
   return it->second.charged;

@@ -50,7 +50,7 @@ void* VmmSubAllocator::Alloc(size_t alignment, size_t bytes,
       alignment < granularity_ ? granularity_ : alignment;
   uintptr_t start;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     std::optional<uintptr_t> taken =
         free_ranges_->TakeFromTop(*committed_size, effective_alignment);
     if (!taken)
@@ -80,7 +80,7 @@ void VmmSubAllocator::Free(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     auto it = live_regions_.find(start);
     if (it == live_regions_.end() || it->second != bytes) {
       ++misuse_count_;
@@ -99,22 +99,22 @@ void VmmSubAllocator::Free(void* ptr, size_t bytes) {
   // protection change fails; then make the range inaccessible again.
   madvise(ptr, bytes, MADV_DONTNEED);
   mprotect(ptr, bytes, PROT_NONE);
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   free_ranges_->Release(start, bytes);
 }
 
 uint64_t VmmSubAllocator::committed_bytes() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return committed_bytes_;
 }
 
 size_t VmmSubAllocator::region_count() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return live_regions_.size();
 }
 
 int64_t VmmSubAllocator::misuse_count() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return misuse_count_;
 }
 

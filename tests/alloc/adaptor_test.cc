@@ -4,12 +4,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tensormem/alloc/limiting_allocator.h"
@@ -30,17 +30,17 @@ class FakeAllocator final : public Allocator {
 
   std::string Name() const override { return "fake"; }
   std::optional<size_t> AllocatedSize(const void* ptr) const override {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     auto it = sizes_.find(ptr);
     if (rounding_ == 0 || it == sizes_.end()) return std::nullopt;
     return RoundUp(it->second, rounding_);
   }
   uint64_t held_bytes() const {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     return held_;
   }
   uint64_t peak_held_bytes() const {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     return peak_held_;
   }
 
@@ -48,7 +48,7 @@ class FakeAllocator final : public Allocator {
   void* DoAllocate(size_t bytes, size_t alignment) override {
     if (bytes == 0 || bytes > kGiBForTests) return nullptr;
     void* ptr = std::malloc(bytes);
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     sizes_[ptr] = bytes;
     held_ += Charge(bytes);
     peak_held_ = std::max(peak_held_, held_);
@@ -56,7 +56,7 @@ class FakeAllocator final : public Allocator {
   }
   absl::Status DoDeallocate(void* ptr) override {
     {
-      absl::MutexLock lock(&mutex_);
+      std::lock_guard<std::mutex> lock(mutex_);
       auto it = sizes_.find(ptr);
       if (it == sizes_.end())
         return absl::InvalidArgumentError("fake: unknown pointer");
@@ -72,7 +72,7 @@ class FakeAllocator final : public Allocator {
 
   static constexpr size_t kGiBForTests = size_t{1} << 30;
   const size_t rounding_;
-  mutable absl::Mutex mutex_;
+  mutable std::mutex mutex_;
   absl::flat_hash_map<const void*, size_t> sizes_ ABSL_GUARDED_BY(mutex_);
   uint64_t held_ ABSL_GUARDED_BY(mutex_) = 0;
   uint64_t peak_held_ ABSL_GUARDED_BY(mutex_) = 0;

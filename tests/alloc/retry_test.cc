@@ -3,10 +3,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -23,21 +23,21 @@ class UnitPool {
       : free_(capacity), retrier_(retrier) {}
 
   void* TryTake() {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     if (free_ == 0) return nullptr;
     --free_;
     return this;
   }
   void Give() {
     {
-      absl::MutexLock lock(&mutex_);
+      std::lock_guard<std::mutex> lock(mutex_);
       ++free_;
     }
     retrier_->NotifyDealloc();
   }
 
  private:
-  absl::Mutex mutex_;
+  std::mutex mutex_;
   int free_ ABSL_GUARDED_BY(mutex_);
   AllocationRetrier* retrier_;
 };

@@ -17,12 +17,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/synchronization/mutex.h"
 #include "tensormem/alloc/sub_allocator.h"
 
 namespace tensormem {
@@ -74,7 +74,7 @@ class FaultInjectingSubAllocator final : public SubAllocator {
   };
 
   const std::unique_ptr<SubAllocator> wrapped_;
-  mutable absl::Mutex mutex_;
+  mutable std::mutex mutex_;
   absl::flat_hash_set<int64_t> failing_calls_ ABSL_GUARDED_BY(mutex_);
   bool fail_always_ ABSL_GUARDED_BY(mutex_) = false;
   size_t shortfall_ ABSL_GUARDED_BY(mutex_) = 0;

@@ -14,13 +14,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "tensormem/alloc/allocator.h"
 #include "tensormem/alloc/allocator_stats.h"
 
@@ -60,7 +60,7 @@ class LimitingAllocator final : public Allocator {
 
   Allocator& wrapped_;
   const uint64_t limit_bytes_;
-  mutable absl::Mutex mutex_;
+  mutable std::mutex mutex_;
   // Charged bytes plus the requested bytes of allocations under way, so two
   // threads cannot both pass the check with the last bytes under the cap.
   uint64_t committed_bytes_ ABSL_GUARDED_BY(mutex_) = 0;

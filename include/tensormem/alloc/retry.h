@@ -17,11 +17,12 @@
 #define TENSORMEM_ALLOC_RETRY_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace tensormem {
@@ -48,8 +49,10 @@ class AllocationRetrier {
   int64_t retried_calls() const ABSL_LOCKS_EXCLUDED(mutex_);
 
  private:
-  mutable absl::Mutex mutex_;
-  absl::CondVar memory_returned_;
+  // std::mutex rather than absl::Mutex: ThreadSanitizer understands it
+  // even where Abseil itself was built without instrumentation.
+  mutable std::mutex mutex_;
+  std::condition_variable memory_returned_;
   // Counts frees, so a waiter can tell whether one happened since its attempt.
   // Atomics, so that a free with nobody waiting takes no lock: a waiter
   // registers in waiters_ before it checks the generation, and a notifier

@@ -15,13 +15,13 @@
 #define TENSORMEM_ALLOC_SYSTEM_ALLOCATOR_H_
 
 #include <cstddef>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "tensormem/alloc/allocator.h"
 #include "tensormem/alloc/allocator_stats.h"
 
@@ -55,7 +55,7 @@ class SystemAllocator final : public Allocator {
       ABSL_LOCKS_EXCLUDED(mutex_);
   absl::Status DoDeallocate(void* ptr) override ABSL_LOCKS_EXCLUDED(mutex_);
 
-  mutable absl::Mutex mutex_;
+  mutable std::mutex mutex_;
   absl::flat_hash_map<const void*, Block> blocks_ ABSL_GUARDED_BY(mutex_);
   AllocatorStats stats_ ABSL_GUARDED_BY(mutex_);
 };

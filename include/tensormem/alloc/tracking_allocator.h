@@ -20,13 +20,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "tensormem/alloc/allocator.h"
 
 namespace tensormem {
@@ -85,7 +85,7 @@ class TrackingAllocator final
   absl::Status DoDeallocate(void* ptr) override ABSL_LOCKS_EXCLUDED(mutex_);
 
   Allocator& wrapped_;
-  mutable absl::Mutex mutex_;
+  mutable std::mutex mutex_;
   bool closed_ ABSL_GUARDED_BY(mutex_) = false;
   TrackingSummary summary_ ABSL_GUARDED_BY(mutex_);
   absl::flat_hash_map<const void*, Block> blocks_ ABSL_GUARDED_BY(mutex_);

@@ -27,13 +27,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "tensormem/alloc/sub_allocator.h"
 
 namespace tensormem {
@@ -84,7 +84,7 @@ class VmmSubAllocator final : public SubAllocator {
   absl::Status status_;
   std::unique_ptr<internal::ReservedAddressSpace> space_;
 
-  mutable absl::Mutex mutex_;
+  mutable std::mutex mutex_;
   std::unique_ptr<internal::FreeRangeMap> free_ranges_ ABSL_GUARDED_BY(mutex_);
   absl::flat_hash_map<uintptr_t, uint64_t> live_regions_
       ABSL_GUARDED_BY(mutex_);
