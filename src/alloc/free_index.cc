@@ -1,5 +1,5 @@
-// The fast free index: per-bin B-trees keyed by (size, address) plus a bitmap
-// of non-empty bins.
+// The fast free index: one ordered bin per size class plus a bitmap of
+// non-empty bins.
 //
 // TensorFlow scans a bin's ordered set from its smallest chunk, O(chunks
 // smaller than the request in that bin). Here the best fit is a lower_bound in
@@ -7,18 +7,20 @@
 // chunk of the next non-empty bin (one bit scan): O(log n). Sizes grow with the
 // bin number, so visiting bins in order and each bin in (size, address) order
 // visits chunks in global (size, address) order, which is why the answers are
-// identical to the scan, filters included. B-tree nodes hold many keys, so
-// inserts and erases rarely allocate, unlike a node-per-key std::set.
+// identical to the scan, filters included.
 //
-// Each bin also holds a sentinel key above every real one. A bin therefore
-// never empties (a B-tree frees its root when it does, and allocates it again
-// on the next insert: a malloc/free pair on every alloc/free cycle), and a
-// lower_bound always lands on an element, never on the end of a leaf.
+// A bin is usually small (best fit with coalescing leaves few free chunks), so
+// it starts as a sorted array with room for kSmallCapacity keys: a search is a
+// binary search over one or two cache lines and an insert moves a few keys,
+// with no allocation at all. A bin that outgrows the array moves into a B-tree
+// and comes back once it shrinks well below the array's size; the gap between
+// the two thresholds keeps a bin near the limit from moving back and forth.
+#include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <iterator>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "absl/container/btree_set.h"
 #include "tensormem/alloc/bfc_free_index.h"
@@ -27,70 +29,136 @@
 namespace tensormem {
 namespace {
 
-constexpr FreeChunkKey kSentinel{UINT64_MAX, UINT64_MAX, UINT32_MAX};
+class Bin {
+ public:
+  static constexpr size_t kSmallCapacity = 32;
+  static constexpr size_t kBackToSmall = 8;
+
+  Bin() { small_.reserve(kSmallCapacity); }
+
+  size_t size() const { return in_tree_ ? tree_.size() : small_.size(); }
+
+  void Insert(const FreeChunkKey& key) {
+    if (!in_tree_ && small_.size() == kSmallCapacity) {
+      tree_.insert(small_.begin(), small_.end());
+      small_.clear();
+      in_tree_ = true;
+    }
+    if (in_tree_) {
+      tree_.insert(key);
+    } else {
+      small_.insert(std::lower_bound(small_.begin(), small_.end(), key), key);
+    }
+  }
+
+  bool Erase(const FreeChunkKey& key) {
+    if (!in_tree_) {
+      auto it = std::lower_bound(small_.begin(), small_.end(), key);
+      if (it == small_.end() || !(*it == key)) return false;
+      small_.erase(it);
+      return true;
+    }
+    if (tree_.erase(key) == 0) return false;
+    if (tree_.size() < kBackToSmall) {
+      small_.assign(tree_.begin(), tree_.end());
+      tree_.clear();
+      in_tree_ = false;
+    }
+    return true;
+  }
+
+  bool Contains(const FreeChunkKey& key) const {
+    if (in_tree_) return tree_.contains(key);
+    return std::binary_search(small_.begin(), small_.end(), key);
+  }
+
+  // The first key >= `probe` that `accept` takes, in order.
+  template <typename Accept>
+  std::optional<FreeChunkKey> FindFrom(const FreeChunkKey& probe,
+                                       Accept accept) const {
+    if (in_tree_) return FindIn(tree_.lower_bound(probe), tree_.end(), accept);
+    return FindIn(std::lower_bound(small_.begin(), small_.end(), probe),
+                  small_.end(), accept);
+  }
+
+  const FreeChunkKey& front() const {
+    return in_tree_ ? *tree_.begin() : small_.front();
+  }
+  const FreeChunkKey& back() const {
+    return in_tree_ ? *tree_.rbegin() : small_.back();
+  }
+
+ private:
+  template <typename Iterator, typename Accept>
+  static std::optional<FreeChunkKey> FindIn(Iterator it, Iterator end,
+                                            Accept accept) {
+    for (; it != end; ++it) {
+      if (accept(*it)) return *it;
+    }
+    return std::nullopt;
+  }
+
+  bool in_tree_ = false;
+  std::vector<FreeChunkKey> small_;  // sorted; used while !in_tree_
+  absl::btree_set<FreeChunkKey> tree_;
+};
 
 class FastFreeIndex final : public BfcFreeIndex {
  public:
-  FastFreeIndex() {
-    for (Bin& bin : bins_) bin.insert(kSentinel);
-  }
-
   std::string Name() const override { return "fast"; }
 
   void Insert(const FreeChunkKey& key) override {
     const int bin = bfc::BinNumForSize(key.size);
-    bins_[bin].insert(key);
+    bins_[bin].Insert(key);
     non_empty_bins_ |= uint32_t{1} << bin;
     ++size_;
   }
 
   bool Erase(const FreeChunkKey& key) override {
     const int bin = bfc::BinNumForSize(key.size);
-    if (bins_[bin].erase(key) == 0) return false;
-    if (bins_[bin].size() == 1) non_empty_bins_ &= ~(uint32_t{1} << bin);
+    if (!bins_[bin].Erase(key)) return false;
+    if (bins_[bin].size() == 0) non_empty_bins_ &= ~(uint32_t{1} << bin);
     --size_;
     return true;
   }
 
   bool Contains(const FreeChunkKey& key) const override {
-    return bins_[bfc::BinNumForSize(key.size)].contains(key);
+    return bins_[bfc::BinNumForSize(key.size)].Contains(key);
   }
 
   size_t Size() const override { return size_; }
 
   std::optional<FreeChunkKey> FindBestFit(uint64_t min_size) const override {
     const int first_bin = bfc::BinNumForSize(min_size);
-    const FreeChunkKey& fit =
-        *bins_[first_bin].lower_bound(FreeChunkKey{min_size, 0, 0});
-    if (fit.handle != kSentinel.handle) return fit;
+    if (std::optional<FreeChunkKey> fit = bins_[first_bin].FindFrom(
+            FreeChunkKey{min_size, 0, 0},
+            [](const FreeChunkKey&) { return true; })) {
+      return fit;
+    }
     const int next_bin = NextNonEmptyBin(first_bin);
     if (next_bin < 0) return std::nullopt;
-    return *bins_[next_bin].begin();
+    return bins_[next_bin].front();
   }
 
   std::optional<FreeChunkKey> FindBestFitIf(uint64_t min_size,
                                             Filter accept) const override {
-    int bin_num = bfc::BinNumForSize(min_size);
-    auto it = bins_[bin_num].lower_bound(FreeChunkKey{min_size, 0, 0});
-    while (true) {
-      for (; it->handle != kSentinel.handle; ++it) {
-        if (accept(*it)) return *it;
-      }
-      bin_num = NextNonEmptyBin(bin_num);
-      if (bin_num < 0) return std::nullopt;
-      it = bins_[bin_num].begin();
+    int bin = bfc::BinNumForSize(min_size);
+    FreeChunkKey probe{min_size, 0, 0};
+    while (bin >= 0) {
+      if (std::optional<FreeChunkKey> fit = bins_[bin].FindFrom(probe, accept))
+        return fit;
+      bin = NextNonEmptyBin(bin);
+      probe = FreeChunkKey{0, 0, 0};
     }
+    return std::nullopt;
   }
 
   std::optional<FreeChunkKey> Largest() const override {
     if (non_empty_bins_ == 0) return std::nullopt;
-    const int last_bin = 31 - std::countl_zero(non_empty_bins_);
-    return *std::next(bins_[last_bin].rbegin());
+    return bins_[31 - std::countl_zero(non_empty_bins_)].back();
   }
 
  private:
-  using Bin = absl::btree_set<FreeChunkKey>;
-
   // The first non-empty bin after `bin`, or -1.
   int NextNonEmptyBin(int bin) const {
     const uint32_t later = non_empty_bins_ & ~((uint32_t{2} << bin) - 1);

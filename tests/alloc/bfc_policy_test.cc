@@ -1,6 +1,7 @@
 // The BFC policy functions and the fast free index against the reference.
 #include "tensormem/alloc/bfc_policy.h"
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -114,6 +115,49 @@ TEST(BfcFreeIndexTest, FastMatchesReferenceOnRandomOperations) {
   }
   EXPECT_FALSE(fast->Erase(FreeChunkKey{1, 1, 1}));
   EXPECT_FALSE(fast->Contains(FreeChunkKey{1, 1, 1}));
+}
+
+TEST(BfcFreeIndexTest, BinsGrowAndShrinkAcrossRepresentations) {
+  // One bin filled well past its small array and emptied again, twice, with
+  // the answers checked against the reference at every size.
+  std::unique_ptr<BfcFreeIndex> fast = MakeFastFreeIndex();
+  ReferenceFreeIndex reference;
+  std::mt19937_64 rng(11);
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    std::vector<FreeChunkKey> keys;
+    for (uint32_t i = 0; i < 100; ++i) {
+      keys.push_back({4096 + 256 * (rng() % 16),
+                      0x100000 * (rng() % 50 + 1) + 256 * i, i});
+      fast->Insert(keys.back());
+      reference.Insert(keys.back());
+      const uint64_t want = 4096 + 256 * (rng() % 17);
+      ASSERT_EQ(fast->FindBestFit(want).has_value(),
+                reference.FindBestFit(want).has_value());
+      if (fast->FindBestFit(want)) {
+        ASSERT_EQ(fast->FindBestFit(want)->handle,
+                  reference.FindBestFit(want)->handle);
+      }
+    }
+    std::shuffle(keys.begin(), keys.end(), rng);
+    for (const FreeChunkKey& key : keys) {
+      ASSERT_TRUE(fast->Contains(key));
+      ASSERT_TRUE(fast->Erase(key));
+      ASSERT_TRUE(reference.Erase(key));
+      ASSERT_FALSE(fast->Contains(key));
+      const uint64_t want = 4096 + 256 * (rng() % 17);
+      const auto fit = fast->FindBestFit(want);
+      const auto expected = reference.FindBestFit(want);
+      ASSERT_EQ(fit.has_value(), expected.has_value());
+      if (fit) {
+        ASSERT_EQ(fit->handle, expected->handle);
+      }
+      ASSERT_EQ(fast->Largest().has_value(), reference.Largest().has_value());
+      if (fast->Largest()) {
+        ASSERT_EQ(fast->Largest()->handle, reference.Largest()->handle);
+      }
+    }
+    EXPECT_EQ(fast->Size(), 0u);
+  }
 }
 
 TEST(BfcFreeIndexTest, TiesGoToTheLowestAddress) {
