@@ -24,6 +24,8 @@ absl::StatusOr<std::unique_ptr<PluginAllocator>> PluginAllocator::Create(
   // PyTorch's own CPU allocator fails at once; waiting for frees from other
   // threads would only delay the error an out-of-memory program gets.
   bfc_options.allow_retry_on_failure = false;
+  bfc_options.log_failures =
+      false;  // the error PyTorch raises carries the report
   std::unique_ptr<PluginAllocator> plugin(new PluginAllocator(options));
   plugin->bfc_ =
       std::make_unique<BfcAllocator>(*std::move(upstream), limit, bfc_options);

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Step time and peak RSS of torchvision models with PyTorch's CPU allocator vs tensormem's.
+
+For each model and workload, worker processes run the same seeded steps once with
+PyTorch's default CPU allocator and once with tensormem's plug-in, alternating,
+`--rounds` times each; a worker times `--steps` steps after `--warmup` steps and
+reports the median step time and its peak RSS (ru_maxrss). The ratio is
+default time / tensormem time, from the best (smallest) median of each side:
+above 1.0 tensormem is faster. With the plug-in the worker also reports
+tensormem's peak pool (bytes held from the system) and peak live bytes.
+
+Example:
+  tools/torch/measure.py --models resnet18,mobilenet_v2 --workloads infer_b1,train_b8 --json
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+from record import WORKLOADS, child_environment
+
+
+def run_worker(args):
+    import torch
+    import models
+    import workloads
+
+    torch.set_num_threads(args.threads)
+    if args.allocator == "tensormem":
+        import tensormem_torch
+        tensormem_torch.enable()
+    mode, batch = WORKLOADS[args.workload]
+    resolution = (models.training_resolution(args.model) if mode == "train"
+                  else models.default_resolution(args.model))
+    step = workloads.make_step(args.model, mode, batch, resolution)
+    for _ in range(args.warmup):
+        step()
+    times = []
+    for _ in range(args.steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    result = {"median_seconds": statistics.median(times),
+              "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+              "resolution": resolution, "batch": batch}
+    if args.allocator == "tensormem":
+        stats = tensormem_torch.stats()
+        result.update(peak_pool_bytes=stats["peak_pool_bytes"],
+                      peak_live_bytes=stats["peak_live_bytes"],
+                      peak_bytes_in_use=stats["peak_bytes_in_use"])
+    print(json.dumps(result))
+    return 0
+
+
+def measure(model, workload, args):
+    runs = {"default": [], "tensormem": []}
+    for _ in range(args.rounds):
+        for allocator in ("default", "tensormem"):
+            command = [sys.executable, os.path.abspath(__file__), "--worker", model, workload,
+                       allocator, "--steps", str(args.steps), "--warmup", str(args.warmup),
+                       "--threads", str(args.threads)]
+            result = subprocess.run(command, env=child_environment(), capture_output=True,
+                                    text=True, check=False)
+            if result.returncode != 0:
+                raise RuntimeError(f"{model} {workload} {allocator} failed:\n{result.stderr}")
+            runs[allocator].append(json.loads(result.stdout.strip().splitlines()[-1]))
+    best = {side: min(r["median_seconds"] for r in runs[side]) for side in runs}
+    tensormem = runs["tensormem"][0]
+    return {
+        "model": model, "workload": workload, "batch": tensormem["batch"],
+        "resolution": tensormem["resolution"],
+        "default_seconds": best["default"], "tensormem_seconds": best["tensormem"],
+        "speed_ratio": best["default"] / best["tensormem"],
+        "default_peak_rss_bytes": max(r["peak_rss_bytes"] for r in runs["default"]),
+        "tensormem_peak_rss_bytes": max(r["peak_rss_bytes"] for r in runs["tensormem"]),
+        "peak_pool_bytes": tensormem["peak_pool_bytes"],
+        "peak_live_bytes": tensormem["peak_live_bytes"],
+        "pool_over_live": tensormem["peak_pool_bytes"] / max(tensormem["peak_live_bytes"], 1),
+    }
+
+
+def main(argv=None):
+    import models
+
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(models.names()))
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--steps", type=int, default=5, help="timed steps per worker")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
+    parser.add_argument("--rounds", type=int, default=2, help="workers per allocator")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        args.model, args.workload, args.allocator = args.worker
+        return run_worker(args)
+
+    rows = []
+    for model in [m for m in args.models.split(",") if m]:
+        for workload in [w for w in args.workloads.split(",") if w]:
+            try:
+                row = measure(model, workload, args)
+            except RuntimeError as error:
+                print(f"measure: {error}", file=sys.stderr)
+                return 1
+            rows.append(row)
+            if not args.json:
+                mib = 2.0**20
+                print(f"{model:24} {workload:9} default {row['default_seconds'] * 1e3:9.1f} ms"
+                      f"  tensormem {row['tensormem_seconds'] * 1e3:9.1f} ms"
+                      f"  ratio {row['speed_ratio']:5.2f}x"
+                      f"  RSS {row['default_peak_rss_bytes'] / mib:7.0f} / "
+                      f"{row['tensormem_peak_rss_bytes'] / mib:7.0f} MiB"
+                      f"  pool/live {row['pool_over_live']:5.2f}", flush=True)
+    if args.json:
+        print(json.dumps({"threads": args.threads, "steps": args.steps,
+                          "warmup": args.warmup, "rounds": args.rounds, "results": rows}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
