@@ -1,0 +1,70 @@
+// PlanOptimal: the anytime optimal offset planner.
+//
+// Starting from a greedy plan, it searches for placements of ever smaller
+// total size until it reaches the lower bound (peak of live bytes), proves
+// that nothing smaller exists, or runs out of time; it always returns the
+// best valid plan found so far. The search is a depth-first search over
+// canonical placements with strong pruning (see docs/solver.md). Sets too
+// large for the search (about 4,000 buffers or more) get the greedy plan
+// improved by local moves, within the same time limit and bounded memory.
+//
+//   OptimalPlanOptions options;
+//   options.time_limit_seconds = 10;
+//   options.threads = 2;
+//   TM_ASSIGN_OR_RETURN(OptimalPlanResult result, PlanOptimal(set, options));
+//   // result.placed has every offset; result.proven_optimal says whether
+//   // result.total_size is the optimum.
+//
+// With `capacity`, it is a feasibility solver instead: it returns the first
+// plan that fits, or an error saying why none was found.
+#ifndef TENSORMEM_PLAN_SOLVER_OPTIMAL_PLANNER_H_
+#define TENSORMEM_PLAN_SOLVER_OPTIMAL_PLANNER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tensormem/plan/buffer_set.h"
+
+namespace tensormem {
+
+struct OptimalPlanOptions {
+  // Wall-clock budget for the search (>= 0). 0 returns the starting plan.
+  double time_limit_seconds = 10;
+  // Find any plan whose total size is at most this, then stop.
+  std::optional<uint64_t> capacity;
+  // Searches run in parallel, each on its own buffer order (>= 1).
+  int threads = 1;
+  // Offsets are multiples of it (> 0).
+  uint64_t alignment = 1;
+  // A valid placement to start from (offsets per buffer of the input, total
+  // size = max end); empty: the best of tensormem's greedy planners.
+  std::vector<uint64_t> start_offsets;
+  // Print best, bound and nodes/s on stderr about twice a second.
+  bool progress = false;
+};
+
+struct OptimalPlanResult {
+  BufferSet placed;          // the input with every offset set
+  uint64_t total_size = 0;   // max over buffers of offset + size
+  uint64_t start_size = 0;   // total size of the starting (greedy) plan
+  uint64_t lower_bound = 0;  // proven: no plan is smaller than this
+  bool proven_optimal = false;
+  uint64_t nodes = 0;          // search nodes over all threads
+  double seconds = 0;          // wall-clock time spent
+  double seconds_to_best = 0;  // when the returned plan was found
+  std::string method;          // "search", "local_moves" or "start"
+};
+
+// Plans `set` (see the file comment). Errors: InvalidArgument for bad options
+// or sizes that overflow; with `capacity`, FailedPrecondition when the
+// capacity is below the lower bound or the search proved nothing fits, and
+// DeadlineExceeded when no fitting plan was found in time.
+absl::StatusOr<OptimalPlanResult> PlanOptimal(
+    const BufferSet& set, const OptimalPlanOptions& options = {});
+
+}  // namespace tensormem
+
+#endif  // TENSORMEM_PLAN_SOLVER_OPTIMAL_PLANNER_H_

@@ -1,0 +1,239 @@
+#include "plan/solver/feasibility_search.h"
+
+#include <algorithm>
+
+#include "tensormem/core/checked_math.h"
+
+namespace tensormem::solver_internal {
+
+FeasibilitySearch::FeasibilitySearch(const Problem& problem,
+                                     std::vector<int> rank)
+    : problem_(problem), rank_(std::move(rank)) {
+  const size_t n = problem.buffers.size();
+  // Each level either places a buffer or splits the list into smaller parts,
+  // so the recursion is at most 2n + 1 deep; sizing the per-depth pools once
+  // keeps references into them valid across recursive calls.
+  child_lists_.resize(2 * n + 3);
+  candidates_.resize(2 * n + 3);
+  cuts_.resize(2 * n + 3);
+  by_reach_.resize(2 * n + 3);
+}
+
+SearchOutcome FeasibilitySearch::Run(uint64_t capacity,
+                                     const SearchLimits& limits) {
+  capacity_ = capacity;
+  padded_capacity_ =
+      CheckedRoundUp(capacity, problem_.alignment).value_or(UINT64_MAX);
+  limits_ = limits;
+  nodes_ = 0;
+  stopped_ = false;
+  const size_t n = problem_.buffers.size();
+  floor_.assign(problem_.num_sections, 0);
+  stacked_.assign(problem_.num_sections, 0);
+  reach_.assign(n, 0);
+  unplaced_bytes_ = problem_.section_total;
+  lowest_offset_.assign(n, 0);
+  offset_.assign(n, 0);
+  placed_.assign(n, 0);
+  unplaced_neighbours_.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    unplaced_neighbours_[i] = problem_.overlaps[i].size();
+  placements_.clear();
+  floor_trail_.clear();
+  raise_trail_.clear();
+  if (problem_.peak_padded > padded_capacity_)
+    return SearchOutcome::kInfeasible;
+  for (const SolverBuffer& b : problem_.buffers) {
+    if (b.size > capacity_) return SearchOutcome::kInfeasible;
+  }
+  return Search(problem_.by_start.data(), static_cast<int>(n), 0, -1, 0);
+}
+
+bool FeasibilitySearch::ShouldStop() {
+  if (stopped_) return true;
+  ++nodes_;
+  if (nodes_ > limits_.node_limit) stopped_ = true;
+  if ((nodes_ & 1023) == 0) {
+    if (limits_.stop != nullptr &&
+        limits_.stop->load(std::memory_order_relaxed))
+      stopped_ = true;
+    if (std::chrono::steady_clock::now() >= limits_.deadline) stopped_ = true;
+  }
+  return stopped_;
+}
+
+SearchOutcome FeasibilitySearch::Search(const int* active, int count,
+                                        uint64_t current_offset, int last_rank,
+                                        int depth) {
+  if (ShouldStop()) return SearchOutcome::kStopped;
+  if (count == 0) return SearchOutcome::kFound;
+  const std::vector<SolverBuffer>& buffers = problem_.buffers;
+
+  // Time cuts that no unplaced buffer spans split the work into independent
+  // sub-problems. `active` is in start order, so one scan finds them.
+  std::vector<int>& cuts = cuts_[depth];
+  cuts.clear();
+  int last_end = buffers[active[0]].section_end;
+  for (int i = 1; i < count; ++i) {
+    const SolverBuffer& b = buffers[active[i]];
+    if (b.section_begin >= last_end) cuts.push_back(i);
+    last_end = std::max(last_end, b.section_end);
+  }
+  if (!cuts.empty()) {
+    return SearchComponents(active, cuts, count, current_offset, last_rank,
+                            depth);
+  }
+
+  // reach_[u]: a lower bound on the offset u can still take. A buffer that
+  // can no longer be placed at the current offset (below it, or tied there
+  // with a lower rank) must wait until a neighbour placed later lifts it, so
+  // it lands on top of one of those; with no unplaced neighbour left it never
+  // can, and this branch is dead.
+  uint64_t lowest_top = UINT64_MAX;
+  for (int i = 0; i < count; ++i) {
+    const int u = active[i];
+    reach_[u] = std::max(current_offset, lowest_offset_[u]);
+    lowest_top = std::min(lowest_top, reach_[u] + buffers[u].padded);
+  }
+  for (int i = 0; i < count; ++i) {
+    const int u = active[i];
+    const uint64_t lowest = lowest_offset_[u];
+    if (lowest > current_offset ||
+        (lowest == current_offset && rank_[u] > last_rank))
+      continue;
+    if (unplaced_neighbours_[u] == 0) return SearchOutcome::kInfeasible;
+    uint64_t landing = UINT64_MAX;
+    for (const int v : problem_.overlaps[u]) {
+      if (!placed_[v])
+        landing = std::min(landing, reach_[v] + buffers[v].padded);
+    }
+    reach_[u] = std::max(reach_[u], landing);
+  }
+  // In every section, the unplaced buffers that can reach no lower than r
+  // must all fit between r and the capacity, for every r. Taking buffers by
+  // decreasing reach, a running sum per section checks all thresholds at once.
+  std::vector<int>& by_reach = by_reach_[depth];
+  by_reach.assign(active, active + count);
+  std::sort(by_reach.begin(), by_reach.end(),
+            [&](int a, int b) { return reach_[a] > reach_[b]; });
+  const int first_section = buffers[active[0]].section_begin;
+  uint64_t* stacked = stacked_.data();
+  std::fill(stacked + first_section, stacked + last_end, 0);
+  for (const int u : by_reach) {
+    const SolverBuffer& b = buffers[u];
+    const uint64_t lowest = reach_[u];
+    if (lowest + b.size > capacity_) return SearchOutcome::kInfeasible;
+    for (int s = b.section_begin; s < b.section_end; ++s) {
+      stacked[s] += b.padded;
+      if (lowest + stacked[s] > padded_capacity_)
+        return SearchOutcome::kInfeasible;
+    }
+  }
+  std::vector<int>& candidates = candidates_[depth];
+  candidates.clear();
+  for (int i = 0; i < count; ++i) {
+    const int u = active[i];
+    const uint64_t lowest = lowest_offset_[u];
+    // Touching (lowest >= current), undominated (below lowest_top) and, at the
+    // current offset, after the last placed buffer in rank (one order per
+    // packing).
+    if (lowest < current_offset || lowest >= lowest_top) continue;
+    if (lowest == current_offset && rank_[u] < last_rank) continue;
+    candidates.push_back(u);
+  }
+  // Lowest offset first: the tightest spot decides the most.
+  std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+    return lowest_offset_[a] != lowest_offset_[b]
+               ? lowest_offset_[a] < lowest_offset_[b]
+               : rank_[a] < rank_[b];
+  });
+
+  std::vector<int>& child = child_lists_[depth];
+  for (const int b : candidates) {
+    child.clear();
+    for (int i = 0; i < count; ++i) {
+      if (active[i] != b) child.push_back(active[i]);
+    }
+    const uint64_t offset = lowest_offset_[b];
+    if (Place(b, offset)) {
+      const SearchOutcome outcome =
+          Search(child.data(), count - 1, offset, rank_[b], depth + 1);
+      if (outcome != SearchOutcome::kInfeasible) return outcome;
+    }
+    UndoLastPlacement();
+    if (stopped_) return SearchOutcome::kStopped;
+    // With no unplaced buffer live beside it, `b` sits at its final lowest
+    // spot in every packing of the rest, so it precedes every later candidate
+    // in (offset, rank) order: those branches would fail the same way.
+    if (unplaced_neighbours_[b] == 0) break;
+  }
+  return SearchOutcome::kInfeasible;
+}
+
+SearchOutcome FeasibilitySearch::SearchComponents(const int* active,
+                                                  const std::vector<int>& cuts,
+                                                  int count,
+                                                  uint64_t current_offset,
+                                                  int last_rank, int depth) {
+  const size_t mark = placements_.size();
+  int begin = 0;
+  for (size_t c = 0; c <= cuts.size(); ++c) {
+    const int end = c < cuts.size() ? cuts[c] : count;
+    const SearchOutcome outcome = Search(active + begin, end - begin,
+                                         current_offset, last_rank, depth + 1);
+    if (outcome != SearchOutcome::kFound) {
+      UndoTo(mark);
+      return outcome;
+    }
+    begin = end;
+  }
+  return SearchOutcome::kFound;
+}
+
+bool FeasibilitySearch::Place(int buffer, uint64_t offset) {
+  const SolverBuffer& b = problem_.buffers[buffer];
+  placements_.push_back({buffer, floor_trail_.size(), raise_trail_.size()});
+  placed_[buffer] = 1;
+  offset_[buffer] = offset;
+  const uint64_t top = offset + b.padded;
+  bool fits = true;
+  for (int s = b.section_begin; s < b.section_end; ++s) {
+    floor_trail_.push_back(floor_[s]);
+    floor_[s] = top;
+    unplaced_bytes_[s] -= b.padded;
+    if (unplaced_bytes_[s] != 0 && top + unplaced_bytes_[s] > padded_capacity_)
+      fits = false;
+  }
+  for (const int v : problem_.overlaps[buffer]) {
+    --unplaced_neighbours_[v];
+    if (placed_[v] || lowest_offset_[v] >= top) continue;
+    raise_trail_.emplace_back(v, lowest_offset_[v]);
+    lowest_offset_[v] = top;
+    if (top + problem_.buffers[v].size > capacity_) fits = false;
+  }
+  return fits;
+}
+
+void FeasibilitySearch::UndoLastPlacement() {
+  const PlacementRecord record = placements_.back();
+  placements_.pop_back();
+  const SolverBuffer& b = problem_.buffers[record.buffer];
+  placed_[record.buffer] = 0;
+  for (const int v : problem_.overlaps[record.buffer])
+    ++unplaced_neighbours_[v];
+  for (int s = b.section_begin; s < b.section_end; ++s) {
+    floor_[s] = floor_trail_[record.floor_trail_start + (s - b.section_begin)];
+    unplaced_bytes_[s] += b.padded;
+  }
+  floor_trail_.resize(record.floor_trail_start);
+  while (raise_trail_.size() > record.raise_trail_start) {
+    lowest_offset_[raise_trail_.back().first] = raise_trail_.back().second;
+    raise_trail_.pop_back();
+  }
+}
+
+void FeasibilitySearch::UndoTo(size_t placement_count) {
+  while (placements_.size() > placement_count) UndoLastPlacement();
+}
+
+}  // namespace tensormem::solver_internal

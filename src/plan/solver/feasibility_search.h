@@ -1,0 +1,113 @@
+// FeasibilitySearch: does a Problem fit in a given capacity? Depth-first search
+// over canonical placements, the core of the optimal planner.
+//
+// A placement is built bottom-up in non-decreasing offset order; each buffer
+// goes at its lowest feasible offset, which is the highest top of the placed
+// buffers it overlaps in time (its "floor"). Every packing that fits can be
+// pushed down into one such sequence, and ties at one offset are taken in
+// static-order rank, so each packing is visited at most once. Pruning:
+//   - a section whose floor plus the bytes still unplaced in it exceeds the
+//     capacity fails (no gap below a floor is usable any more);
+//   - dominance: a buffer is only placed below the lowest top any unplaced
+//     buffer could reach, since otherwise that buffer could drop under it;
+//   - a buffer may only go where it touches a placed buffer (or at 0), since
+//     one floating above its floor could sink;
+//   - when no unplaced buffer spans some time cut, the two sides are solved
+//     as independent sub-problems (no backtracking across them).
+//
+//   FeasibilitySearch search(problem, ranks);
+//   SearchLimits limits{.node_limit = 100000};
+//   if (search.Run(1 << 20, limits) == SearchOutcome::kFound)
+//   use(search.offsets());
+#ifndef TENSORMEM_PLAN_SOLVER_FEASIBILITY_SEARCH_H_
+#define TENSORMEM_PLAN_SOLVER_FEASIBILITY_SEARCH_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "plan/solver/problem.h"
+
+namespace tensormem::solver_internal {
+
+enum class SearchOutcome {
+  kFound,       // offsets() holds a placement within the capacity
+  kInfeasible,  // the search was exhausted: no placement fits (a proof)
+  kStopped,     // node limit, deadline or stop flag reached first
+};
+
+struct SearchLimits {
+  uint64_t node_limit = UINT64_MAX;
+  std::chrono::steady_clock::time_point deadline =
+      std::chrono::steady_clock::time_point::max();
+  const std::atomic<bool>* stop = nullptr;  // another thread asks to stop
+};
+
+class FeasibilitySearch {
+ public:
+  // `problem.overlaps` must be built. `rank[i]` is buffer i's position in the
+  // static order: candidates are tried in rank order and break offset ties.
+  FeasibilitySearch(const Problem& problem, std::vector<int> rank);
+
+  // Searches for a placement whose every buffer ends at or below `capacity`.
+  SearchOutcome Run(uint64_t capacity, const SearchLimits& limits);
+
+  // Offsets per problem buffer; meaningful after Run returned kFound.
+  const std::vector<uint64_t>& offsets() const { return offset_; }
+  // Search nodes visited by the last Run.
+  uint64_t nodes() const { return nodes_; }
+
+ private:
+  struct PlacementRecord {
+    int buffer;
+    size_t floor_trail_start;
+    size_t raise_trail_start;
+  };
+
+  SearchOutcome Search(const int* active, int count, uint64_t current_offset,
+                       int last_rank, int depth);
+  SearchOutcome SearchComponents(const int* active,
+                                 const std::vector<int>& cuts, int count,
+                                 uint64_t current_offset, int last_rank,
+                                 int depth);
+  // Places `buffer` at `offset`; false when this already overfills a section
+  // or lifts a neighbour past the capacity (the caller then undoes it).
+  bool Place(int buffer, uint64_t offset);
+  void UndoLastPlacement();
+  void UndoTo(size_t placement_count);
+  bool ShouldStop();
+
+  const Problem& problem_;
+  const std::vector<int> rank_;
+  uint64_t capacity_ = 0;
+  uint64_t padded_capacity_ = 0;
+  SearchLimits limits_;
+  uint64_t nodes_ = 0;
+  bool stopped_ = false;
+
+  std::vector<uint64_t> floor_;  // per section: top of the placed buffers
+  std::vector<uint64_t>
+      unplaced_bytes_;  // per section: padded bytes not yet placed
+  std::vector<uint64_t>
+      lowest_offset_;  // per buffer: max floor over its sections
+  std::vector<uint64_t>
+      stacked_;  // per section: bytes reaching no lower (scratch)
+  std::vector<uint64_t> reach_;  // per buffer: lowest offset left (scratch)
+  std::vector<uint64_t> offset_;
+  std::vector<char> placed_;
+  std::vector<int>
+      unplaced_neighbours_;  // per buffer: unplaced buffers live with it
+  std::vector<PlacementRecord> placements_;
+  std::vector<uint64_t> floor_trail_;
+  std::vector<std::pair<int, uint64_t>> raise_trail_;
+  std::vector<std::vector<int>> child_lists_;  // per depth, reused
+  std::vector<std::vector<int>> candidates_;   // per depth, reused
+  std::vector<std::vector<int>> cuts_;         // per depth, reused
+  std::vector<std::vector<int>> by_reach_;     // per depth, reused
+};
+
+}  // namespace tensormem::solver_internal
+
+#endif  // TENSORMEM_PLAN_SOLVER_FEASIBILITY_SEARCH_H_

@@ -1,0 +1,262 @@
+#include "tensormem/plan/solver/optimal_planner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "plan/solver/local_moves.h"
+#include "plan/solver/parallel_search.h"
+#include "plan/solver/problem.h"
+#include "plan/solver/static_orders.h"
+#include "tensormem/core/status_macros.h"
+#include "tensormem/plan/checker.h"
+#include "tensormem/plan/offset_strategies.h"
+#include "tensormem/plan/usage_record.h"
+
+namespace tensormem {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using solver_internal::FeasibilityAnswer;
+using solver_internal::Problem;
+using solver_internal::SearchOutcome;
+
+// Beyond these the search's O(n^2) lists would not pay off; local moves run.
+constexpr size_t kMaxSearchBuffers = 4096;
+constexpr uint64_t kMaxOverlapPairs = uint64_t{16} << 20;
+// GREEDY_BY_SIZE is quadratic; above this the best-fit family alone starts.
+constexpr size_t kMaxGreedyBySizeBuffers = 5000;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+absl::Status ValidateOptions(const OptimalPlanOptions& options) {
+  if (!(options.time_limit_seconds >= 0) ||
+      std::isinf(options.time_limit_seconds)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "time limit must be a finite number of seconds >= 0, got %g",
+        options.time_limit_seconds));
+  }
+  if (options.threads < 1 || options.threads > 1024) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "threads must be in [1, 1024], got %d", options.threads));
+  }
+  if (options.alignment == 0)
+    return absl::InvalidArgumentError("alignment must be positive, got 0");
+  return absl::OkStatus();
+}
+
+uint64_t TotalSize(const BufferSet& set, const std::vector<uint64_t>& offsets) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < set.buffers.size(); ++i) {
+    if (set.buffers[i].size > 0)
+      total = std::max(total, offsets[i] + set.buffers[i].size);
+  }
+  return total;
+}
+
+// The caller's plan, checked, or the best of the greedy planners.
+absl::StatusOr<std::vector<uint64_t>> StartOffsets(
+    const BufferSet& set, const std::vector<UsageRecord<>>& records,
+    const OptimalPlanOptions& options) {
+  if (!options.start_offsets.empty()) {
+    if (options.start_offsets.size() != set.buffers.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("start plan has %d offsets for %d buffers",
+                          options.start_offsets.size(), set.buffers.size()));
+    }
+    BufferSet placed = set;
+    for (size_t i = 0; i < placed.buffers.size(); ++i) {
+      placed.buffers[i].offset = options.start_offsets[i];
+    }
+    if (absl::Status valid = CheckPlacement(placed, options.alignment);
+        !valid.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("start plan is not valid: %s", valid.message()));
+    }
+    return options.start_offsets;
+  }
+  TM_ASSIGN_OR_RETURN(BestFitResult best_fit,
+                      BestFitMulti(records, options.alignment));
+  std::vector<uint64_t> offsets = std::move(best_fit.offsets.offsets);
+  if (records.size() <= kMaxGreedyBySizeBuffers) {
+    absl::StatusOr<OffsetsAssignment> by_size =
+        GreedyBySizeOffsets(records, options.alignment);
+    if (by_size.ok() &&
+        TotalSize(set, by_size->offsets) < TotalSize(set, offsets)) {
+      offsets = std::move(by_size->offsets);
+    }
+  }
+  return offsets;
+}
+
+// Prints one status line on stderr, at most twice a second.
+class ProgressLine {
+ public:
+  ProgressLine(bool enabled, Clock::time_point start)
+      : enabled_(enabled), start_(start) {}
+  ~ProgressLine() {
+    if (printed_) std::fputc('\n', stderr);
+  }
+  void Report(uint64_t best, uint64_t bound, uint64_t nodes) {
+    if (!enabled_ || SecondsSince(last_) < 0.5) return;
+    last_ = Clock::now();
+    const double seconds = std::max(SecondsSince(start_), 1e-9);
+    std::fprintf(
+        stderr, "\roptimal: best %llu  bound %llu  gap %.2f%%  %.0f nodes/s   ",
+        static_cast<unsigned long long>(best),
+        static_cast<unsigned long long>(bound),
+        bound == 0 ? 0.0 : 100.0 * (best - bound) / bound, nodes / seconds);
+    printed_ = true;
+  }
+
+ private:
+  bool enabled_;
+  Clock::time_point start_;
+  Clock::time_point last_ = Clock::time_point::min();
+  bool printed_ = false;
+};
+
+// The anytime minimisation (or, with a capacity, the feasibility loop) over
+// the search. Updates `offsets` (per set buffer) and `result` as it improves.
+absl::Status Search(const BufferSet& set, const Problem& problem,
+                    const OptimalPlanOptions& options, Clock::time_point start,
+                    Clock::time_point deadline, std::vector<uint64_t>& offsets,
+                    OptimalPlanResult& result) {
+  ProgressLine progress(options.progress, start);
+  uint64_t best = result.total_size;
+  uint64_t lowest_open =
+      result.lower_bound;  // smallest target not yet tried this round
+  uint64_t node_limit = std::max<uint64_t>(2000, 4 * problem.buffers.size());
+  int round = 0;
+  bool first_in_round = true;
+  while (Clock::now() < deadline && best > result.lower_bound) {
+    // Each round tries the bound first (most real sets reach it), then
+    // bisects towards the best plan; a target whose search ran out of nodes
+    // is retried next round with twice the nodes and more orders.
+    uint64_t target = options.capacity ? *options.capacity
+                      : first_in_round
+                          ? result.lower_bound
+                          : lowest_open + (best - 1 - lowest_open) / 2;
+    first_in_round = false;
+    solver_internal::FeasibilityRequest request{.capacity = target,
+                                                .node_limit = node_limit,
+                                                .orders = {},
+                                                .threads = options.threads,
+                                                .deadline = deadline};
+    for (int k = 0; k < solver_internal::kBaseOrderCount; ++k) {
+      request.orders.push_back(k);
+      if (round > 0)
+        request.orders.push_back(solver_internal::kBaseOrderCount * round + k);
+    }
+    const FeasibilityAnswer answer =
+        solver_internal::RunFeasibility(problem, request);
+    result.nodes += answer.nodes;
+    switch (answer.outcome) {
+      case SearchOutcome::kFound:
+        for (size_t i = 0; i < problem.buffers.size(); ++i) {
+          offsets[problem.source_index[i]] = answer.offsets[i];
+        }
+        best = TotalSize(set, offsets);
+        result.total_size = best;
+        result.seconds_to_best = SecondsSince(start);
+        result.method = "search";
+        if (options.capacity) return absl::OkStatus();
+        break;
+      case SearchOutcome::kInfeasible:
+        if (options.capacity) {
+          return absl::FailedPreconditionError(
+              absl::StrFormat("no placement fits in capacity %d: the search "
+                              "proved it after %d nodes "
+                              "(peak of live bytes %d)",
+                              target, result.nodes, problem.peak_bytes));
+        }
+        result.lower_bound = target + 1;
+        lowest_open = std::max(lowest_open, result.lower_bound);
+        break;
+      case SearchOutcome::kStopped:
+        lowest_open = target + 1;
+        break;
+    }
+    if (options.capacity || lowest_open >= best) {
+      ++round;
+      node_limit = std::min<uint64_t>(node_limit * 2, uint64_t{1} << 40);
+      lowest_open = result.lower_bound;
+      first_in_round = true;
+    }
+    progress.Report(best, result.lower_bound, result.nodes);
+  }
+  if (options.capacity && best > *options.capacity) {
+    return absl::DeadlineExceededError(absl::StrFormat(
+        "no placement within capacity %d found in %g s (%d nodes); the best "
+        "plan found needs %d",
+        *options.capacity, options.time_limit_seconds, result.nodes, best));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<OptimalPlanResult> PlanOptimal(
+    const BufferSet& set, const OptimalPlanOptions& options) {
+  const Clock::time_point start = Clock::now();
+  TM_RETURN_IF_ERROR(ValidateOptions(options));
+  const Clock::time_point deadline =
+      start +
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+          std::min(options.time_limit_seconds, 1e9)));
+  TM_ASSIGN_OR_RETURN(Problem problem,
+                      solver_internal::BuildProblem(set, options.alignment));
+  TM_ASSIGN_OR_RETURN(std::vector<UsageRecord<>> records, ToUsageRecords(set));
+
+  OptimalPlanResult result;
+  result.lower_bound = problem.peak_bytes;
+  if (options.capacity && *options.capacity < result.lower_bound) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "capacity %d is below the peak of live bytes %d: no placement fits",
+        *options.capacity, result.lower_bound));
+  }
+  TM_ASSIGN_OR_RETURN(std::vector<uint64_t> offsets,
+                      StartOffsets(set, records, options));
+  result.start_size = TotalSize(set, offsets);
+  result.total_size = result.start_size;
+  result.method = "start";
+
+  const bool fits = !options.capacity || result.total_size <= *options.capacity;
+  const bool done =
+      result.total_size == result.lower_bound || (options.capacity && fits);
+  if (!done && options.time_limit_seconds > 0) {
+    if (problem.buffers.size() > kMaxSearchBuffers ||
+        solver_internal::CountOverlapPairs(problem) > kMaxOverlapPairs) {
+      const uint64_t improved = solver_internal::ImproveByLocalMoves(
+          records, options.alignment, offsets, deadline);
+      if (improved < result.total_size) {
+        result.total_size = improved;
+        result.seconds_to_best = SecondsSince(start);
+        result.method = "local_moves";
+      }
+    } else {
+      solver_internal::BuildOverlaps(problem);
+      TM_RETURN_IF_ERROR(
+          Search(set, problem, options, start, deadline, offsets, result));
+    }
+  }
+  if (options.capacity && result.total_size > *options.capacity) {
+    return absl::DeadlineExceededError(absl::StrFormat(
+        "no placement within capacity %d found in %g s; the best plan found "
+        "needs %d",
+        *options.capacity, options.time_limit_seconds, result.total_size));
+  }
+  result.proven_optimal = result.total_size == result.lower_bound;
+  result.placed = set;
+  for (size_t i = 0; i < set.buffers.size(); ++i)
+    result.placed.buffers[i].offset = offsets[i];
+  result.seconds = SecondsSince(start);
+  return result;
+}
+
+}  // namespace tensormem

@@ -1,0 +1,121 @@
+#include "plan/solver/problem.h"
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "tensormem/core/checked_math.h"
+
+namespace tensormem::solver_internal {
+
+absl::StatusOr<Problem> BuildProblem(const BufferSet& set, uint64_t alignment) {
+  if (alignment == 0)
+    return absl::InvalidArgumentError("alignment must be positive, got 0");
+  Problem problem;
+  problem.alignment = alignment;
+  std::vector<int64_t> times;
+  uint64_t all_bytes = 0;
+  for (int i = 0; i < static_cast<int>(set.buffers.size()); ++i) {
+    const Buffer& b = set.buffers[i];
+    if (b.size == 0) continue;
+    if (b.upper <= b.lower) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "buffer %d: upper %d must exceed lower %d", b.id, b.upper, b.lower));
+    }
+    const std::optional<uint64_t> padded = CheckedRoundUp(b.size, alignment);
+    const std::optional<uint64_t> sum =
+        padded ? CheckedAdd(all_bytes, *padded) : std::nullopt;
+    if (!sum || *sum > static_cast<uint64_t>(INT64_MAX)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "buffer %d: size %d overflows when summed with the other buffers",
+          b.id, b.size));
+    }
+    all_bytes = *sum;
+    SolverBuffer buffer;
+    buffer.size = b.size;
+    buffer.padded = *padded;
+    buffer.duration = b.upper - b.lower;
+    problem.buffers.push_back(buffer);
+    problem.source_index.push_back(i);
+    times.push_back(b.lower);
+    times.push_back(b.upper);
+  }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  problem.num_sections = times.empty() ? 0 : static_cast<int>(times.size()) - 1;
+  auto section_of = [&](int64_t time) {
+    return static_cast<int>(std::lower_bound(times.begin(), times.end(), time) -
+                            times.begin());
+  };
+  // Difference array over sections; no entry overflows because all_bytes did
+  // not.
+  std::vector<uint64_t> delta(problem.num_sections + 1, 0);
+  std::vector<uint64_t> unpadded_delta(problem.num_sections + 1, 0);
+  for (int i = 0; i < static_cast<int>(problem.buffers.size()); ++i) {
+    const Buffer& source = set.buffers[problem.source_index[i]];
+    SolverBuffer& buffer = problem.buffers[i];
+    buffer.section_begin = section_of(source.lower);
+    buffer.section_end = section_of(source.upper);
+    delta[buffer.section_begin] += buffer.padded;
+    delta[buffer.section_end] -= buffer.padded;
+    unpadded_delta[buffer.section_begin] += buffer.size;
+    unpadded_delta[buffer.section_end] -= buffer.size;
+  }
+  problem.section_total.resize(problem.num_sections);
+  uint64_t running = 0;
+  uint64_t unpadded_running = 0;
+  for (int s = 0; s < problem.num_sections; ++s) {
+    unpadded_running += unpadded_delta[s];
+    problem.peak_bytes = std::max(problem.peak_bytes, unpadded_running);
+    running += delta[s];
+    problem.section_total[s] = running;
+    problem.peak_padded = std::max(problem.peak_padded, running);
+  }
+  problem.by_start.resize(problem.buffers.size());
+  for (int i = 0; i < static_cast<int>(problem.buffers.size()); ++i)
+    problem.by_start[i] = i;
+  std::stable_sort(problem.by_start.begin(), problem.by_start.end(),
+                   [&](int a, int b) {
+                     return problem.buffers[a].section_begin <
+                            problem.buffers[b].section_begin;
+                   });
+  return problem;
+}
+
+uint64_t CountOverlapPairs(const Problem& problem) {
+  std::vector<int> begins, ends;
+  for (const SolverBuffer& b : problem.buffers) {
+    begins.push_back(b.section_begin);
+    ends.push_back(b.section_end);
+  }
+  std::sort(begins.begin(), begins.end());
+  std::sort(ends.begin(), ends.end());
+  uint64_t pairs = 0;
+  for (const SolverBuffer& b : problem.buffers) {
+    // Live with b: started before b ends, and not ended by the time b starts.
+    const uint64_t started =
+        std::lower_bound(begins.begin(), begins.end(), b.section_end) -
+        begins.begin();
+    const uint64_t ended =
+        std::upper_bound(ends.begin(), ends.end(), b.section_begin) -
+        ends.begin();
+    pairs += started - ended - 1;
+  }
+  return pairs;
+}
+
+void BuildOverlaps(Problem& problem) {
+  problem.overlaps.assign(problem.buffers.size(), {});
+  const std::vector<int>& order = problem.by_start;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const SolverBuffer& first = problem.buffers[order[i]];
+    for (size_t j = i + 1; j < order.size(); ++j) {
+      const SolverBuffer& second = problem.buffers[order[j]];
+      if (second.section_begin >= first.section_end) break;
+      problem.overlaps[order[i]].push_back(order[j]);
+      problem.overlaps[order[j]].push_back(order[i]);
+    }
+  }
+}
+
+}  // namespace tensormem::solver_internal

@@ -1,0 +1,232 @@
+// PlanOptimal end to end: options, bounds, the greedy start, the bundled
+// benchmark instances and the large-set path.
+#include <random>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "plan/solver/feasibility_search.h"
+#include "plan/solver/problem.h"
+#include "plan/solver/static_orders.h"
+#include "tensormem/plan/buffer_set.h"
+#include "tensormem/plan/checker.h"
+#include "tensormem/plan/offset_strategies.h"
+#include "tensormem/plan/solver/optimal_planner.h"
+#include "tensormem/plan/strategy_registry.h"
+
+namespace tensormem {
+namespace {
+
+BufferSet ReadBundled(const std::string& relative) {
+  absl::StatusOr<BufferSet> set =
+      ReadBufferSetCsv(std::string(TENSORMEM_SOURCE_DIR) + "/data/" + relative);
+  EXPECT_TRUE(set.ok()) << set.status();
+  return set.ok() ? *set : BufferSet{};
+}
+
+BufferSet RandomSet(uint32_t seed, int n, int horizon, uint64_t max_size) {
+  std::mt19937 random(seed);
+  BufferSet set;
+  for (int i = 0; i < n; ++i) {
+    Buffer b;
+    b.id = i;
+    b.lower = random() % horizon;
+    b.upper = b.lower + 1 + random() % (horizon / 4 + 1);
+    b.size = 1 + random() % max_size;
+    set.buffers.push_back(b);
+  }
+  return set;
+}
+
+Buffer MakeBuffer(uint64_t id, int64_t lower, int64_t upper, uint64_t size) {
+  Buffer b;
+  b.id = id;
+  b.lower = lower;
+  b.upper = upper;
+  b.size = size;
+  return b;
+}
+
+uint64_t GreedyTotal(const BufferSet& set, uint64_t alignment) {
+  absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(set);
+  absl::StatusOr<BestFitResult> best_fit = BestFitMulti(*records, alignment);
+  absl::StatusOr<OffsetsAssignment> by_size =
+      GreedyBySizeOffsets(*records, alignment);
+  return std::min(best_fit->offsets.total_size, by_size->total_size);
+}
+
+TEST(OptimalPlannerTest, TimeLimitZeroReturnsTheGreedyPlan) {
+  const BufferSet set = RandomSet(3, 60, 40, 1000);
+  OptimalPlanOptions options;
+  options.time_limit_seconds = 0;
+  absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->method, "start");
+  EXPECT_EQ(result->nodes, 0u);
+  EXPECT_EQ(result->total_size, GreedyTotal(set, 1));
+  EXPECT_EQ(result->total_size, result->start_size);
+  EXPECT_TRUE(CheckPlacement(result->placed).ok());
+}
+
+TEST(OptimalPlannerTest, TimeLimitZeroKeepsAGivenStartPlanAsIs) {
+  BufferSet set;
+  set.buffers = {MakeBuffer(0, 0, 2, 4), MakeBuffer(1, 1, 3, 4)};
+  OptimalPlanOptions options;
+  options.time_limit_seconds = 0;
+  options.start_offsets = {10, 0};
+  absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(*result->placed.buffers[0].offset, 10u);
+  EXPECT_EQ(*result->placed.buffers[1].offset, 0u);
+  EXPECT_EQ(result->total_size, 14u);
+  EXPECT_FALSE(result->proven_optimal);
+  // With time, the same start is improved to the bound and proven.
+  options.time_limit_seconds = 10;
+  result = PlanOptimal(set, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->total_size, 8u);
+  EXPECT_TRUE(result->proven_optimal);
+}
+
+TEST(OptimalPlannerTest, RejectsBadOptionsAndStartPlans) {
+  const BufferSet set = RandomSet(5, 10, 10, 50);
+  OptimalPlanOptions options;
+  options.threads = 0;
+  EXPECT_EQ(PlanOptimal(set, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options = {};
+  options.time_limit_seconds = -1;
+  EXPECT_EQ(PlanOptimal(set, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options = {};
+  options.alignment = 0;
+  EXPECT_EQ(PlanOptimal(set, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options = {};
+  options.start_offsets =
+      std::vector<uint64_t>(set.buffers.size(), 0);  // all overlap
+  const absl::Status status = PlanOptimal(set, options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("start plan is not valid"), std::string::npos)
+      << status;
+}
+
+TEST(OptimalPlannerTest, CapacityBelowTheLowerBoundFailsWithoutSearching) {
+  const BufferSet set = ReadBundled("minimalloc/challenging/E.1048576.csv");
+  const uint64_t bound = PeakLiveBytes(set);
+  OptimalPlanOptions options;
+  options.capacity = bound - 1;
+  const absl::Status status = PlanOptimal(set, options).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("below the peak of live bytes"),
+            std::string::npos)
+      << status;
+
+  absl::StatusOr<solver_internal::Problem> problem =
+      solver_internal::BuildProblem(set, 1);
+  ASSERT_TRUE(problem.ok());
+  solver_internal::BuildOverlaps(*problem);
+  solver_internal::FeasibilitySearch search(
+      *problem, solver_internal::StaticOrderRanks(*problem, 0));
+  EXPECT_EQ(search.Run(bound - 1, {}),
+            solver_internal::SearchOutcome::kInfeasible);
+  EXPECT_EQ(search.nodes(), 0u);
+}
+
+TEST(OptimalPlannerTest, FitsChallengingInstancesAtTheirCapacity) {
+  for (const char* name : {"A", "F"}) {
+    const BufferSet set = ReadBundled(std::string("minimalloc/challenging/") +
+                                      name + ".1048576.csv");
+    OptimalPlanOptions options;
+    options.capacity = 1048576;
+    options.time_limit_seconds = 60;
+    absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+    ASSERT_TRUE(result.ok()) << name << ": " << result.status();
+    EXPECT_LE(result->total_size, 1048576u) << name;
+    EXPECT_TRUE(CheckPlacement(result->placed).ok()) << name;
+    // These are tight: the capacity is the peak of live bytes.
+    EXPECT_TRUE(result->proven_optimal) << name;
+  }
+}
+
+TEST(OptimalPlannerTest, TwoThreadsFindThePlanToo) {
+  const BufferSet set = ReadBundled("minimalloc/challenging/A.1048576.csv");
+  OptimalPlanOptions options;
+  options.threads = 2;
+  options.time_limit_seconds = 60;
+  absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->total_size, 1048576u);
+  EXPECT_TRUE(result->proven_optimal);
+  EXPECT_EQ(result->method, "search");
+  EXPECT_GT(result->nodes, 0u);
+  EXPECT_TRUE(CheckPlacement(result->placed).ok());
+}
+
+TEST(OptimalPlannerTest, AlignedPlansAreValidAndNeverWorseThanGreedy) {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    const BufferSet set = RandomSet(seed, 25, 30, 700);
+    OptimalPlanOptions options;
+    options.alignment = 64;
+    options.time_limit_seconds = 0.2;
+    absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_TRUE(CheckPlacement(result->placed, 64).ok()) << "seed " << seed;
+    EXPECT_LE(result->total_size, GreedyTotal(set, 64)) << "seed " << seed;
+    EXPECT_GE(result->total_size, result->lower_bound) << "seed " << seed;
+  }
+}
+
+TEST(OptimalPlannerTest, RealModelReachesTheLowerBound) {
+  const BufferSet set = ReadBundled("idealloc/iree/iree_mobilenet.csv");
+  BufferSet unplaced = set;
+  for (Buffer& b : unplaced.buffers) b.offset.reset();
+  OptimalPlanOptions options;
+  options.time_limit_seconds = 20;
+  absl::StatusOr<OptimalPlanResult> result = PlanOptimal(unplaced, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->total_size, PeakLiveBytes(unplaced));
+  EXPECT_TRUE(result->proven_optimal);
+  EXPECT_TRUE(CheckPlacement(result->placed).ok());
+}
+
+TEST(OptimalPlannerTest, LargeSetsGetLocalMovesAndStayValid) {
+  const BufferSet set = RandomSet(9, 6000, 3000, 1 << 16);
+  OptimalPlanOptions options;
+  options.time_limit_seconds = 0.5;
+  absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_NE(result->method, "search");
+  EXPECT_LE(result->total_size, result->start_size);
+  EXPECT_EQ(result->nodes, 0u);
+  EXPECT_TRUE(CheckPlacement(result->placed).ok());
+}
+
+TEST(OptimalPlannerTest, EmptyAndZeroSizeSetsArePlannedTrivially) {
+  BufferSet set;
+  absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->total_size, 0u);
+  EXPECT_TRUE(result->proven_optimal);
+  set.buffers = {MakeBuffer(4, 0, 3, 0)};
+  result = PlanOptimal(set, {});
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->total_size, 0u);
+  EXPECT_TRUE(CheckPlacement(result->placed).ok());
+}
+
+TEST(OptimalPlannerTest, RegisteredAsTheOptimalStrategy) {
+  const BufferSet set = RandomSet(4, 30, 20, 500);
+  PlanOptions options;
+  options.time_limit_seconds = 1;
+  absl::StatusOr<PlanResult> plan =
+      RunStrategy("optimal", set, PlanMode::kOffsets, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->extra.count("proven_optimal"));
+  EXPECT_TRUE(plan->extra.count("nodes"));
+  EXPECT_TRUE(plan->extra.count("seconds_to_best"));
+  EXPECT_GE(plan->total_size, plan->lower_bound);
+  EXPECT_LE(plan->total_size, GreedyTotal(set, 1));
+}
+
+}  // namespace
+}  // namespace tensormem
