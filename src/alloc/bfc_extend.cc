@@ -27,7 +27,7 @@ bool BfcCore::Extend(uint64_t alignment, uint64_t rounded) {
 
   bool increased_region_size = false;
   while (rounded > region_bytes_) {
-    region_bytes_ *= 2;
+    region_bytes_ = bfc::DoubledRegionBytes(region_bytes_);
     increased_region_size = true;
   }
   uint64_t bytes = std::min(region_bytes_, available);
@@ -39,7 +39,10 @@ bool BfcCore::Extend(uint64_t alignment, uint64_t rounded) {
     if (bytes < rounded) return false;
     ptr = upstream_->Alloc(alignment, bytes, &bytes_received);
   }
-  if (!increased_region_size) region_bytes_ *= 2;
+  // Beyond the limit doubling changes nothing (requests are capped by it).
+  if (!increased_region_size && region_bytes_ < config_.memory_limit) {
+    region_bytes_ = bfc::DoubledRegionBytes(region_bytes_);
+  }
 
   const uint64_t usable = RoundDown(bytes_received, bfc::kMinAllocationSize);
   if (reinterpret_cast<uint64_t>(ptr) % bfc::kMinAllocationSize != 0 ||

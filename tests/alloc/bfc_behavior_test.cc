@@ -229,6 +229,20 @@ TEST(BfcLimitsTest, BackpedalsToWhatTheUpstreamHas) {
   ASSERT_TRUE(InvariantsHold(allocator));
 }
 
+TEST(BfcLimitsTest, RepeatedGrowthAndCollectionNeverWraps) {
+  // Each extension doubles the next region size; 100 rounds of grow and give
+  // back would wrap a 64-bit size without saturation.
+  BfcAllocator allocator(std::make_unique<SimulatedSubAllocator>(4 * kGiB),
+                         SIZE_MAX, QuietOptions(true));
+  for (int round = 0; round < 100; ++round) {
+    void* p = allocator.AllocateRaw(1, 1024);
+    ASSERT_NE(p, nullptr) << round << ": " << allocator.LastFailureReport();
+    allocator.Deallocate(p);
+    ASSERT_TRUE(allocator.ReleaseFreeRegions());
+  }
+  EXPECT_EQ(allocator.GetStats()->pool_bytes, 0u);
+}
+
 TEST(BfcTimestampTest, UnsafeChunksWaitForTheFrontier) {
   auto allocator = MakeSimulatedBfc(1 * kMiB, QuietOptions(false));
   SharedCounter counter;

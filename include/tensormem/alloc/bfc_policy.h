@@ -70,6 +70,13 @@ constexpr uint64_t BackpedalBytes(uint64_t bytes) {
   return bytes >= kMinAllocationSize ? bytes - kMinAllocationSize : 0;
 }
 
+// Twice `region_bytes`, saturating instead of wrapping around (a pool that
+// grows and is garbage-collected again and again doubles it every time).
+constexpr uint64_t DoubledRegionBytes(uint64_t region_bytes) {
+  if (region_bytes == 0) return kMinAllocationSize;
+  return region_bytes > UINT64_MAX / 2 ? UINT64_MAX : 2 * region_bytes;
+}
+
 // Bytes of padding in front of `address` (a multiple of 256) so that a block
 // starts at a multiple of `alignment` (a power of two).
 constexpr uint64_t AlignmentPadding(uint64_t address, uint64_t alignment) {
