@@ -9,6 +9,9 @@ namespace tensormem::cli {
 
 // One line per subcommand; the implementations live in <name>_command.cc.
 // (Subcommands are added here as they land.)
+void AddReplayCommand(CLI::App& app);
+void AddReportCommand(CLI::App& app);
+void AddBenchCommand(CLI::App& app);
 
 }  // namespace tensormem::cli
 

@@ -1,0 +1,308 @@
+// `tensormem bench`: every workload of a corpus through the allocators and
+// planners, one table, one HTML report linking a picture per workload.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "cli/commands.h"
+#include "cli/replay_flags.h"
+#include "nlohmann/json.hpp"
+#include "tensormem/core/units.h"
+#include "tensormem/plan/strategy_registry.h"
+#include "tensormem/report/html_page.h"
+#include "tensormem/report/plan_html.h"
+#include "tensormem/report/replay_html.h"
+
+namespace tensormem::cli {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr std::string_view kCommand = "bench";
+constexpr double kPlanSecondsLimit = 2;
+
+struct BenchFlags {
+  std::string corpus = "data";
+  std::string out = "out";
+  bool json = false;
+  bool min_limit = true;
+};
+
+struct Workload {
+  std::string name;  // path under the corpus, without extension
+  std::string path;
+  bool is_trace = false;
+};
+
+struct BenchRow {
+  std::string workload;
+  std::string kind;
+  std::string page;  // relative to the out directory
+  uint64_t peak_live = 0;
+  std::optional<uint64_t> bfc_peak_pool;
+  std::optional<double> bfc_fragmentation, min_limit_ratio, bfc_ns_per_op,
+      system_ns_per_op;
+  std::optional<int64_t> bfc_failed_allocs;
+  std::optional<double> best_plan_ratio;
+  std::string best_plan_strategy;
+};
+
+std::vector<Workload> FindWorkloads(const std::string& corpus) {
+  std::vector<Workload> workloads;
+  std::error_code error;
+  for (auto it = fs::recursive_directory_iterator(corpus, error);
+       !error && it != fs::recursive_directory_iterator();
+       it.increment(error)) {
+    if (!it->is_regular_file()) continue;
+    const std::string path = it->path().string();
+    const std::string relative = fs::relative(it->path(), corpus).string();
+    for (const std::string_view suffix : {".trace.gz", ".trace", ".csv"}) {
+      if (!absl::EndsWith(path,
+                          absl::string_view(suffix.data(), suffix.size())))
+        continue;
+      workloads.push_back({relative.substr(0, relative.size() - suffix.size()),
+                           path, suffix != ".csv"});
+      break;
+    }
+  }
+  if (error) Fail(kCommand, 1, corpus + ": " + error.message());
+  std::sort(
+      workloads.begin(), workloads.end(),
+      [](const Workload& a, const Workload& b) { return a.path < b.path; });
+  return workloads;
+}
+
+std::string PageName(const Workload& workload) {
+  return absl::StrReplaceAll(workload.name, {{"/", "_"}}) + ".html";
+}
+
+template <typename T>
+T Check(absl::StatusOr<T> value, const std::string& context) {
+  if (!value.ok())
+    Fail(kCommand, 1, context + ": " + std::string(value.status().message()));
+  return *std::move(value);
+}
+
+double NsPerOp(const PreparedTrace& trace, const ReplayAllocatorConfig& config,
+               const std::string& context) {
+  ReplayTarget target = Check(CreateReplayTarget(config), context);
+  ReplayMetrics timing;
+  TimeReplay(trace, target, timing);
+  return timing.ns_per_op;
+}
+
+BenchRow BenchTrace(const Workload& workload, const BenchFlags& flags) {
+  const PreparedTrace trace = LoadTrace(kCommand, workload.path);
+  ReplayAllocatorConfig bfc;  // TensorFlow's defaults with allow_growth
+  ReplayAllocatorConfig system;
+  system.allocator = "system";
+  BenchRow row{workload.name, "trace", PageName(workload)};
+  row.bfc_ns_per_op = NsPerOp(trace, bfc, workload.path);
+  row.system_ns_per_op = NsPerOp(trace, system, workload.path);
+  ReplayTarget target = Check(CreateReplayTarget(bfc), workload.path);
+  const ReplayResult result =
+      Check(Replay(trace, target,
+                   {.record_placement = true, .max_timeline_samples = 2000}),
+            workload.path);
+  row.peak_live = result.metrics.peak_live_bytes;
+  row.bfc_peak_pool = result.metrics.peak_pool_bytes;
+  row.bfc_fragmentation = result.metrics.fragmentation;
+  row.bfc_failed_allocs = result.metrics.failed_allocs;
+  ReplayReportExtras extras;
+  if (flags.min_limit) {
+    extras.min_limit = Check(MinimumLimitFor(trace, bfc), workload.path);
+    row.min_limit_ratio = extras.min_limit->ratio;
+  }
+  const absl::Status written =
+      WriteHtmlFile((fs::path(flags.out) / row.page).string(),
+                    RenderReplayHtml(result, workload.name,
+                                     DescribeReplayAllocator(bfc), extras));
+  if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
+  return row;
+}
+
+std::optional<BenchRow> BenchBufferSet(const Workload& workload,
+                                       const BenchFlags& flags) {
+  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(workload.path);
+  if (!set.ok()) {
+    std::fprintf(stderr, "tensormem bench: skipping %s: %s\n",
+                 workload.path.c_str(),
+                 std::string(set.status().message()).c_str());
+    return std::nullopt;
+  }
+  BenchRow row{workload.name, "buffer set", PageName(workload)};
+  row.peak_live = PeakLiveBytes(*set);
+  std::optional<PlanResult> best;
+  for (const StrategyInfo* strategy : ListStrategies(PlanMode::kOffsets)) {
+    if (!strategy->in_all) continue;
+    absl::StatusOr<PlanResult> plan =
+        RunStrategy(strategy->name, *set, PlanMode::kOffsets,
+                    {.time_limit_seconds = kPlanSecondsLimit});
+    if (!plan.ok())
+      continue;  // refused as too slow for this size, or not applicable
+    if (!best || plan->total_size < best->total_size) best = *std::move(plan);
+  }
+  if (!best) return row;
+  row.best_plan_ratio = best->Ratio();
+  row.best_plan_strategy = best->strategy;
+  BufferSet placed = *set;
+  for (size_t i = 0; i < placed.buffers.size(); ++i)
+    placed.buffers[i].offset = best->offsets[i];
+  const absl::Status written = WriteHtmlFile(
+      (fs::path(flags.out) / row.page).string(),
+      RenderPlanHtml(placed, workload.name + ", " + best->strategy));
+  if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
+  return row;
+}
+
+std::string Ratio(const std::optional<double>& value) {
+  return value ? absl::StrFormat("%.4f", *value) : "-";
+}
+std::string Ns(const std::optional<double>& value) {
+  return value ? absl::StrFormat("%.1f", *value) : "-";
+}
+
+std::vector<std::string> Cells(const BenchRow& row) {
+  return {row.workload,
+          row.kind,
+          HumanBytes(row.peak_live),
+          row.bfc_peak_pool ? HumanBytes(*row.bfc_peak_pool) : "-",
+          Ratio(row.bfc_fragmentation),
+          Ratio(row.min_limit_ratio),
+          Ns(row.bfc_ns_per_op),
+          Ns(row.system_ns_per_op),
+          row.best_plan_ratio
+              ? absl::StrFormat("%.4f (%s)", *row.best_plan_ratio,
+                                row.best_plan_strategy)
+              : "-"};
+}
+
+const std::vector<std::string> kHeader = {
+    "workload",         "kind",          "peak live",
+    "TF-BFC peak pool", "BFC pool/live", "min limit/live",
+    "BFC ns/op",        "system ns/op",  "best plan/live"};
+
+nlohmann::json RowJson(const BenchRow& row) {
+  auto optional = [](const auto& value) {
+    return value ? nlohmann::json(*value) : nlohmann::json();
+  };
+  return {{"workload", row.workload},
+          {"kind", row.kind},
+          {"page", row.page},
+          {"peak_live_bytes", row.peak_live},
+          {"bfc_peak_pool_bytes", optional(row.bfc_peak_pool)},
+          {"bfc_fragmentation", optional(row.bfc_fragmentation)},
+          {"bfc_failed_allocs", optional(row.bfc_failed_allocs)},
+          {"min_limit_ratio", optional(row.min_limit_ratio)},
+          {"bfc_ns_per_op", optional(row.bfc_ns_per_op)},
+          {"system_ns_per_op", optional(row.system_ns_per_op)},
+          {"best_plan_ratio", optional(row.best_plan_ratio)},
+          {"best_plan_strategy", row.best_plan_strategy}};
+}
+
+void PrintTable(const std::vector<BenchRow>& rows) {
+  std::vector<std::vector<std::string>> cells = {kHeader};
+  for (const BenchRow& row : rows) cells.push_back(Cells(row));
+  std::vector<size_t> widths(kHeader.size(), 0);
+  for (const auto& line : cells) {
+    for (size_t c = 0; c < line.size(); ++c)
+      widths[c] = std::max(widths[c], line[c].size());
+  }
+  for (const auto& line : cells) {
+    for (size_t c = 0; c < line.size(); ++c) {
+      std::printf(c == 0 ? "%-*s" : "  %*s", static_cast<int>(widths[c]),
+                  line[c].c_str());
+    }
+    std::printf("\n");
+  }
+}
+
+void Run(const BenchFlags& flags) {
+  if (!fs::is_directory(flags.corpus))
+    Fail(kCommand, 2, flags.corpus + ": not a directory");
+  std::error_code error;
+  fs::create_directories(flags.out, error);
+  if (error) Fail(kCommand, 1, flags.out + ": " + error.message());
+  const std::vector<Workload> workloads = FindWorkloads(flags.corpus);
+  if (workloads.empty()) {
+    Fail(kCommand, 1,
+         flags.corpus + ": no .trace, .trace.gz or .csv workloads found");
+  }
+  const bool show_progress = isatty(STDERR_FILENO) && !flags.json;
+  std::vector<BenchRow> rows;
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    if (show_progress) {
+      std::fprintf(stderr, "\r[%zu/%zu] %-60s", i + 1, workloads.size(),
+                   workloads[i].name.c_str());
+    }
+    if (workloads[i].is_trace) {
+      rows.push_back(BenchTrace(workloads[i], flags));
+    } else if (std::optional<BenchRow> row =
+                   BenchBufferSet(workloads[i], flags)) {
+      rows.push_back(*std::move(row));
+    }
+  }
+  if (show_progress) std::fprintf(stderr, "\r%80s\r", "");
+
+  HtmlPage page("tensormem bench: " + flags.corpus);
+  page.AddParagraph(
+      "Traces: replayed through the BFC allocator with TensorFlow's settings "
+      "(growth, simulated "
+      "upstream) and the system allocator; min limit = smallest no-growth "
+      "limit with no failed "
+      "allocation. Buffer sets: every fast offset planner, the best kept. "
+      "Click a workload for "
+      "its picture.");
+  std::vector<std::vector<std::string>> table;
+  std::vector<std::string> links;
+  for (const BenchRow& row : rows) {
+    table.push_back(Cells(row));
+    links.push_back(row.page);
+  }
+  page.AddLinkedTable(kHeader, table, links);
+  const std::string report = (fs::path(flags.out) / "report.html").string();
+  const absl::Status written = WriteHtmlFile(report, page.Render());
+  if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
+
+  if (flags.json) {
+    nlohmann::json json = {
+        {"corpus", flags.corpus}, {"report", report}, {"workloads", {}}};
+    json["workloads"] = nlohmann::json::array();
+    for (const BenchRow& row : rows) json["workloads"].push_back(RowJson(row));
+    std::printf("%s\n", json.dump(2).c_str());
+    return;
+  }
+  PrintTable(rows);
+  std::printf("report: %s\n", report.c_str());
+}
+
+}  // namespace
+
+void AddBenchCommand(CLI::App& app) {
+  auto flags = std::make_shared<BenchFlags>();
+  CLI::App* command =
+      app.add_subcommand("bench",
+                         "Run every workload of a corpus (traces: "
+                         ".trace/.trace.gz; buffer sets: .csv) through the "
+                         "BFC and system allocators and the planners; print "
+                         "one table and write OUT/report.html.\n"
+                         "Example: tensormem bench --corpus data --out out");
+  command->add_option("--corpus", flags->corpus,
+                      "directory searched recursively (default: data)");
+  command->add_option("--out", flags->out,
+                      "directory for report.html and pictures (default: out)");
+  command->add_flag("--min-limit,!--no-min-limit", flags->min_limit,
+                    "find each trace's minimum no-growth limit (default: on)");
+  command->add_flag("--json", flags->json, "print one JSON object");
+  command->callback([flags] { Run(*flags); });
+}
+
+}  // namespace tensormem::cli

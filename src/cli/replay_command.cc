@@ -1,0 +1,162 @@
+// `tensormem replay`: runs a trace through an allocator and reports the
+// metrics of docs/design.md §4 (docs/replay.md).
+#include <cstdio>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "cli/replay_flags.h"
+#include "nlohmann/json.hpp"
+#include "tensormem/core/units.h"
+#include "tensormem/trace/replay.h"
+
+namespace tensormem::cli {
+namespace {
+
+struct ReplayFlags {
+  std::string trace;
+  AllocatorFlags allocator;
+  bool min_limit = false;
+  bool offsets = false;
+  bool dump = false;
+  bool json = false;
+};
+
+nlohmann::json OffsetsJson(const std::vector<AllocationRecord>& records) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const AllocationRecord& record : records) {
+    rows.push_back(
+        {{"id", record.id},
+         {"event", record.event},
+         {"bytes", record.bytes},
+         {"offset",
+          record.offset ? nlohmann::json(*record.offset) : nlohmann::json()},
+         {"allocated", record.allocated ? nlohmann::json(*record.allocated)
+                                        : nlohmann::json()}});
+  }
+  return rows;
+}
+
+void PrintTable(const ReplayMetrics& m, const std::string& allocator,
+                const std::optional<MinimumLimit>& min_limit) {
+  auto bytes = [](uint64_t value) {
+    return absl::StrFormat("%s (%d B)", HumanBytes(value), value);
+  };
+  std::printf("%-22s %s\n", "allocator", allocator.c_str());
+  std::printf("%-22s %lld\n", "events", static_cast<long long>(m.events));
+  std::printf("%-22s %lld\n", "allocs", static_cast<long long>(m.allocs));
+  std::printf("%-22s %lld\n", "frees", static_cast<long long>(m.frees));
+  std::printf("%-22s %lld\n", "failed allocs",
+              static_cast<long long>(m.failed_allocs));
+  std::printf("%-22s %s\n", "peak live", bytes(m.peak_live_bytes).c_str());
+  std::printf("%-22s %s\n", "peak in use", bytes(m.peak_in_use_bytes).c_str());
+  std::printf("%-22s %s\n", "peak pool", bytes(m.peak_pool_bytes).c_str());
+  std::printf("%-22s %.4f\n", "fragmentation", m.fragmentation);
+  std::printf("%-22s %.6f\n", "seconds", m.seconds);
+  std::printf("%-22s %.1f\n", "ns per op", m.ns_per_op);
+  if (min_limit) {
+    std::printf("%-22s %s\n", "min limit",
+                bytes(min_limit->limit_bytes).c_str());
+    std::printf("%-22s %.4f\n", "min limit / peak live", min_limit->ratio);
+  }
+}
+
+void Run(const ReplayFlags& flags) {
+  constexpr std::string_view kCommand = "replay";
+  absl::StatusOr<ReplayAllocatorConfig> config =
+      ToReplayConfig(flags.allocator);
+  if (!config.ok()) Fail(kCommand, 2, std::string(config.status().message()));
+  const PreparedTrace trace = LoadTrace(kCommand, flags.trace);
+
+  absl::StatusOr<ReplayTarget> timed = CreateReplayTarget(*config);
+  if (!timed.ok()) Fail(kCommand, 1, std::string(timed.status().message()));
+  ReplayMetrics timing;
+  TimeReplay(trace, *timed, timing);
+  timed->allocator.reset();
+
+  absl::StatusOr<ReplayTarget> target = CreateReplayTarget(*config);
+  if (!target.ok()) Fail(kCommand, 1, std::string(target.status().message()));
+  absl::StatusOr<ReplayResult> result =
+      Replay(trace, *target,
+             {.record_offsets = flags.offsets, .max_failure_reports = 0});
+  if (!result.ok())
+    Fail(kCommand, 1,
+         flags.trace + ": " + std::string(result.status().message()));
+  ReplayMetrics& metrics = result->metrics;
+  metrics.seconds = timing.seconds;
+  metrics.ns_per_op = timing.ns_per_op;
+
+  std::optional<MinimumLimit> min_limit;
+  if (flags.min_limit) {
+    absl::StatusOr<MinimumLimit> found = MinimumLimitFor(trace, *config);
+    if (!found.ok()) Fail(kCommand, 1, std::string(found.status().message()));
+    min_limit = *found;
+  }
+  const std::string description = DescribeReplayAllocator(*config);
+  if (flags.json) {
+    nlohmann::json json = ReplayMetricsToJson(metrics);
+    json["trace"] = flags.trace;
+    json["allocator_config"] = description;
+    if (min_limit) {
+      json["min_limit_bytes"] = min_limit->limit_bytes;
+      json["min_limit_ratio"] = min_limit->ratio;
+    }
+    if (flags.offsets) json["offsets"] = OffsetsJson(result->allocations);
+    if (flags.dump) {
+      json["dump"] = target->dump ? target->dump().ToJson() : nlohmann::json();
+    }
+    std::printf("%s\n", json.dump(2).c_str());
+    return;
+  }
+  PrintTable(metrics, description, min_limit);
+  if (flags.offsets) {
+    std::printf("\n%8s %20s %14s %18s %14s\n", "event", "id", "bytes", "offset",
+                "allocated");
+    for (const AllocationRecord& record : result->allocations) {
+      std::printf(
+          "%8lld %20llu %14llu %18s %14s\n",
+          static_cast<long long>(record.event),
+          static_cast<unsigned long long>(record.id),
+          static_cast<unsigned long long>(record.bytes),
+          record.offset ? std::to_string(*record.offset).c_str() : "failed",
+          record.allocated ? std::to_string(*record.allocated).c_str() : "-");
+    }
+  }
+  if (flags.dump) {
+    if (!target->dump)
+      Fail(kCommand, 1,
+           "--dump: allocator '" + metrics.allocator + "' keeps no memory map");
+    std::printf("\n%s", target->dump().ToText().c_str());
+  }
+}
+
+}  // namespace
+
+void AddReplayCommand(CLI::App& app) {
+  auto flags = std::make_shared<ReplayFlags>();
+  CLI::App* command = app.add_subcommand(
+      "replay",
+      "Run a trace through an allocator and report peak live/in-use/pool "
+      "bytes, "
+      "fragmentation and speed.\n"
+      "Example: tensormem replay data/traces/resnet50.trace.gz --no-growth "
+      "--memory-limit 64M --min-limit --json");
+  command->add_option("trace", flags->trace, "trace file (.trace or .trace.gz)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  AddAllocatorFlags(*command, flags->allocator);
+  command->add_flag(
+      "--min-limit", flags->min_limit,
+      "also find the smallest limit without growth at which nothing fails "
+      "(bisection, 256 B precision)");
+  command->add_flag(
+      "--offsets", flags->offsets,
+      "list every allocation: id, offset (address - base), allocated bytes");
+  command->add_flag("--dump", flags->dump,
+                    "print the final memory map (regions, chunks, bins)");
+  command->add_flag("--json", flags->json, "print one JSON object");
+  command->callback([flags] { Run(*flags); });
+}
+
+}  // namespace tensormem::cli

@@ -1,0 +1,156 @@
+// End-to-end: `tensormem replay`, `report` and `bench` through the built
+// binary.
+#include <filesystem>
+#include <string>
+
+#include "cli/cli_runner.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace tensormem::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kData[] = "tests/cli/data/";
+
+nlohmann::json RunJson(const std::string& arguments) {
+  const CommandOutput output = RunTensormem(arguments);
+  EXPECT_EQ(output.exit_code, 0) << arguments << "\n" << output.err;
+  return nlohmann::json::parse(output.out, nullptr, /*allow_exceptions=*/false);
+}
+
+TEST(ReplayCliTest, JsonMetricsOfASmallTrace) {
+  const nlohmann::json json =
+      RunJson(std::string("replay ") + kData + "small.trace --json");
+  ASSERT_TRUE(json.is_object());
+  EXPECT_EQ(json["allocator"], "bfc");
+  EXPECT_EQ(json["events"], 6);
+  EXPECT_EQ(json["allocs"], 3);
+  EXPECT_EQ(json["frees"], 3);
+  EXPECT_EQ(json["failed_allocs"], 0);
+  EXPECT_EQ(json["peak_live_bytes"], 2000);
+  EXPECT_EQ(json["peak_in_use_bytes"], 2048);   // each block rounded to 1 KiB
+  EXPECT_EQ(json["peak_pool_bytes"], 2 << 20);  // the first 2 MiB region
+  EXPECT_DOUBLE_EQ(json["fragmentation"].get<double>(), (2 << 20) / 2000.0);
+  EXPECT_GT(json["ns_per_op"].get<double>(), 0);
+  EXPECT_EQ(json["stats"]["num_allocs"], 3);
+  EXPECT_EQ(json["stats"]["peak_bytes_in_use"], 2048);
+}
+
+TEST(ReplayCliTest, MinLimitIsExactOnAHandComputedTrace) {
+  // Without growth the pool is one region of the limit: 2048 B holds both
+  // 1 KiB chunks; at 1792 B the first request takes the whole region.
+  const nlohmann::json json = RunJson(std::string("replay ") + kData +
+                                      "small.trace --min-limit --json");
+  EXPECT_EQ(json["min_limit_bytes"], 2048);
+  EXPECT_DOUBLE_EQ(json["min_limit_ratio"].get<double>(), 2048 / 2000.0);
+}
+
+TEST(ReplayCliTest, OffsetsFollowTensorFlowsDecisions) {
+  const nlohmann::json json =
+      RunJson(std::string("replay ") + kData +
+              "tf_600k.trace --no-growth --memory-limit 1M --offsets --json");
+  EXPECT_EQ(json["failed_allocs"], 1);
+  ASSERT_EQ(json["offsets"].size(), 2u);
+  EXPECT_EQ(json["offsets"][0]["id"], 1);
+  EXPECT_EQ(json["offsets"][0]["offset"], 0);
+  EXPECT_EQ(json["offsets"][0]["allocated"],
+            1 << 20);  // the whole chunk, unsplit
+  EXPECT_EQ(json["offsets"][1]["id"], 2);
+  EXPECT_TRUE(json["offsets"][1]["offset"].is_null());
+  EXPECT_TRUE(json["offsets"][1]["allocated"].is_null());
+  EXPECT_EQ(json["stats"]["bytes_limit"], 1 << 20);
+}
+
+TEST(ReplayCliTest, TableAndDump) {
+  const CommandOutput output = RunTensormem(std::string("replay ") + kData +
+                                            "small.trace --dump --offsets");
+  ASSERT_EQ(output.exit_code, 0) << output.err;
+  EXPECT_THAT(output.out, HasSubstr("peak live"));
+  EXPECT_THAT(output.out, HasSubstr("1.95KiB (2000 B)"));
+  EXPECT_THAT(output.out, HasSubstr("allocated"));
+  EXPECT_GT(output.out.size(), 400u);  // the dump follows the table
+}
+
+TEST(ReplayCliTest, SystemAllocatorRuns) {
+  const nlohmann::json json = RunJson(std::string("replay ") + kData +
+                                      "small.trace --allocator system --json");
+  EXPECT_EQ(json["allocator"], "system");
+  EXPECT_EQ(json["peak_live_bytes"], 2000);
+  EXPECT_GE(json["peak_in_use_bytes"].get<int64_t>(), 2000);
+}
+
+TEST(ReplayCliTest, ErrorsNameTheProblem) {
+  CommandOutput output = RunTensormem(std::string("replay ") + kData +
+                                      "small.trace --allocator foo");
+  EXPECT_EQ(output.exit_code, 2);
+  EXPECT_THAT(output.err, HasSubstr("unknown allocator 'foo'"));
+  output = RunTensormem(std::string("replay ") + kData +
+                        "small.trace --memory-limit 12Q");
+  EXPECT_EQ(output.exit_code, 2);
+  EXPECT_THAT(output.err, HasSubstr("12Q"));
+  output = RunTensormem(std::string("replay ") + kData +
+                        "small.trace --allocator system --gc");
+  EXPECT_EQ(output.exit_code, 2);
+  EXPECT_THAT(output.err, HasSubstr("bfc only"));
+  output = RunTensormem(std::string("replay ") + kData + "bad.trace");
+  EXPECT_EQ(output.exit_code, 1);
+  EXPECT_THAT(output.err, HasSubstr("bad.trace:2:"));
+  output = RunTensormem("replay no/such.trace");
+  EXPECT_NE(output.exit_code, 0);
+  EXPECT_THAT(output.err, HasSubstr("no/such.trace"));
+}
+
+TEST(ReportCliTest, TraceReportHasTimelinePlacementAndFailure) {
+  const std::string html = FreshDirectory("report") + "/tf.html";
+  const nlohmann::json json = RunJson(
+      std::string("report ") + kData +
+      "tf_600k.trace --no-growth --memory-limit 1M --html " + html + " --json");
+  EXPECT_EQ(json["kind"], "trace");
+  EXPECT_EQ(json["failed_allocs"], 1);
+  const std::string page = ReadFileOrEmpty(html);
+  EXPECT_THAT(page, HasSubstr("class=\"tm-timeline-chart\""));
+  EXPECT_THAT(page, HasSubstr("class=\"tm-placement-chart\""));
+  EXPECT_THAT(page, HasSubstr("Failed allocation at event 1: id 2, 256B"));
+  EXPECT_THAT(page, HasSubstr("No free chunk inside the pool"));
+}
+
+TEST(ReportCliTest, BufferSetNeedsOffsets) {
+  const std::string html = FreshDirectory("report_plan") + "/plan.html";
+  CommandOutput output = RunTensormem(std::string("report ") + kData +
+                                      "unplaced.csv --html " + html);
+  EXPECT_EQ(output.exit_code, 1);
+  EXPECT_THAT(output.err, HasSubstr("has no offset"));
+  EXPECT_FALSE(std::filesystem::exists(html));
+}
+
+TEST(BenchCliTest, CorpusTableAndReport) {
+  const std::string out = FreshDirectory("bench");
+  const nlohmann::json json = RunJson(std::string("bench --corpus ") + kData +
+                                      "corpus --out " + out + " --json");
+  ASSERT_EQ(json["workloads"].size(), 2u);
+  const nlohmann::json& set = json["workloads"][0];  // placed.csv sorts first
+  EXPECT_EQ(set["kind"], "buffer set");
+  EXPECT_EQ(set["peak_live_bytes"], 3072);
+  const nlohmann::json& trace = json["workloads"][1];
+  EXPECT_EQ(trace["workload"], "small");
+  EXPECT_EQ(trace["peak_live_bytes"], 2000);
+  EXPECT_EQ(trace["bfc_peak_pool_bytes"], 2 << 20);
+  EXPECT_DOUBLE_EQ(trace["min_limit_ratio"].get<double>(), 2048 / 2000.0);
+  const std::string report = ReadFileOrEmpty(out + "/report.html");
+  EXPECT_THAT(report, HasSubstr("<a href=\"small.html\">small</a>"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/small.html"));
+}
+
+TEST(HelpTest, EveryCommandShowsAnExample) {
+  for (const char* command : {"replay", "report", "bench"}) {
+    const CommandOutput output = RunTensormem(std::string(command) + " --help");
+    EXPECT_EQ(output.exit_code, 0) << command;
+    EXPECT_THAT(output.out, HasSubstr("Example: tensormem ")) << command;
+  }
+}
+
+}  // namespace
+}  // namespace tensormem::testing
