@@ -5,11 +5,9 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
-#include "alloc/address_space.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tensormem/alloc/fault_injecting_sub_allocator.h"
@@ -28,43 +26,6 @@ using ::testing::HasSubstr;
 uint64_t OffsetOf(const SubAllocator& upstream, const void* ptr) {
   return static_cast<const char*>(ptr) -
          static_cast<const char*>(upstream.BaseAddress());
-}
-
-TEST(FreeRangeMapTest, FirstFitAlignsAndKeepsThePaddingFree) {
-  internal::FreeRangeMap ranges(/*start=*/1000,
-                                /*size=*/9000);  // [1000, 10000)
-  EXPECT_EQ(ranges.TakeFirstFit(100, 1), 1000u);
-  EXPECT_EQ(ranges.TakeFirstFit(100, 1024), 2048u);  // [1100, 2048) stays free
-  EXPECT_EQ(ranges.TakeFirstFit(900, 1), 1100u);     // fits the padding exactly
-  EXPECT_EQ(ranges.free_bytes(), 9000u - 1100u);
-  EXPECT_EQ(ranges.range_count(), 2u);  // [2000, 2048) and [2148, 10000)
-  EXPECT_FALSE(ranges.TakeFirstFit(8000, 1).has_value());
-  EXPECT_FALSE(ranges.TakeFirstFit(0, 1).has_value());
-}
-
-TEST(FreeRangeMapTest, ReleaseMergesBothNeighbours) {
-  internal::FreeRangeMap ranges(0, 4096);
-  const uintptr_t a = *ranges.TakeFirstFit(1024, 1);
-  const uintptr_t b = *ranges.TakeFirstFit(1024, 1);
-  const uintptr_t c = *ranges.TakeFirstFit(1024, 1);
-  ranges.Release(a, 1024);
-  ranges.Release(c, 1024);
-  EXPECT_EQ(ranges.range_count(), 2u);
-  ranges.Release(b, 1024);
-  EXPECT_EQ(ranges.range_count(), 1u);
-  EXPECT_EQ(ranges.free_bytes(), 4096u);
-  EXPECT_EQ(ranges.TakeFirstFit(4096, 1), 0u);
-}
-
-TEST(FreeRangeMapTest, TakeFromTopSkipsHolesBelow) {
-  internal::FreeRangeMap ranges(0, 8192);
-  const uintptr_t a = *ranges.TakeFirstFit(1024, 1);
-  ASSERT_TRUE(ranges.TakeFirstFit(1024, 1).has_value());
-  ranges.Release(a, 1024);
-  EXPECT_EQ(ranges.TakeFromTop(512, 1), 2048u);  // not the hole at 0
-  EXPECT_EQ(ranges.TakeFromTop(8192 - 2560, 1), 2560u);
-  EXPECT_FALSE(ranges.TakeFromTop(1, 1).has_value());  // the top is used up
-  EXPECT_EQ(ranges.TakeFirstFit(1024, 1), 0u);
 }
 
 TEST(HostSubAllocatorTest, HonoursAlignmentAndCallsVisitors) {
@@ -177,38 +138,6 @@ TEST(SimulatedSubAllocatorTest, IgnoresAndCountsBadFrees) {
   gpu.Free(region, received);  // double free
   EXPECT_EQ(gpu.misuse_count(), 3);
   EXPECT_EQ(gpu.bytes_in_use(), 0u);
-}
-
-TEST(SimulatedSubAllocatorTest, ThreadsNeverShareAnAddress) {
-  SimulatedSubAllocator gpu(64 * kMiB);
-  constexpr int kThreads = 4;
-  std::vector<std::vector<std::pair<uintptr_t, size_t>>> seen(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&gpu, &seen, t] {
-      std::vector<std::pair<void*, size_t>> held;
-      for (int i = 0; i < 2000; ++i) {
-        size_t received = 0;
-        void* region = gpu.Alloc(256, 4096 * (1 + (i + t) % 7), &received);
-        if (region != nullptr) held.emplace_back(region, received);
-        if (held.size() > 16) {
-          gpu.Free(held.front().first, held.front().second);
-          held.erase(held.begin());
-        }
-      }
-      for (auto [region, bytes] : held)
-        seen[t].emplace_back(reinterpret_cast<uintptr_t>(region), bytes);
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  std::vector<std::pair<uintptr_t, size_t>> all;
-  for (const auto& list : seen) all.insert(all.end(), list.begin(), list.end());
-  std::sort(all.begin(), all.end());
-  for (size_t i = 1; i < all.size(); ++i) {
-    EXPECT_LE(all[i - 1].first + all[i - 1].second, all[i].first);
-  }
-  EXPECT_EQ(gpu.region_count(), all.size());
-  EXPECT_EQ(gpu.misuse_count(), 0);
 }
 
 TEST(VmmSubAllocatorTest, GrowsContiguouslyWithUsableMemory) {
