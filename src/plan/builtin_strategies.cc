@@ -2,6 +2,7 @@
 
 #include "tensormem/plan/object_strategies.h"
 #include "tensormem/plan/offset_strategies.h"
+#include "tensormem/plan/solver/optimal_strategy.h"
 
 namespace tensormem {
 namespace {
@@ -58,13 +59,18 @@ std::vector<StrategyInfo> BuiltinStrategies() {
   registry.push_back(
       ObjectsStrategy("naive", "TFLite NAIVE: one object per tensor",
                       [](const Records& r) { return NaiveAssignment(r); }));
-  registry.push_back(ObjectsStrategy(
+  StrategyInfo equality = ObjectsStrategy(
       "equality", "TFLite EQUALITY: reuse only objects of the exact same size",
-      [](const Records& r) { return EqualityAssignmentWithHash(r); }));
-  registry.push_back(ObjectsStrategy(
+      [](const Records& r) { return EqualityAssignmentWithHash(r); });
+  equality.wants_sorted_input = true;
+  registry.push_back(std::move(equality));
+
+  StrategyInfo in_order = ObjectsStrategy(
       "greedy_in_order",
-      "TFLite GREEDY_IN_ORDER: closest released object, in input order",
-      [](const Records& r) { return GreedyInOrderAssignment(r); }));
+      "TFLite GREEDY_IN_ORDER: closest released object, by first task",
+      [](const Records& r) { return GreedyInOrderAssignment(r); });
+  in_order.wants_sorted_input = true;
+  registry.push_back(std::move(in_order));
 
   StrategyInfo breadth = ObjectsStrategy(
       "greedy_by_breadth", "TFLite GREEDY_BY_BREADTH: widest tasks first",
@@ -110,6 +116,7 @@ std::vector<StrategyInfo> BuiltinStrategies() {
       "min_cost_flow",
       "TFLite MINCOSTFLOW: min-cost bipartite matching (64-bit costs)",
       [](const Records& r) { return MinCostFlowAssignment(r); });
+  flow.wants_sorted_input = true;
   flow.estimate_seconds = [](const ProblemSize& p) {
     return kSecondsPerFlowRelax * p.buffers * (p.reuse_pairs + 3.0 * p.buffers);
   };
@@ -132,6 +139,7 @@ std::vector<StrategyInfo> BuiltinStrategies() {
     return OffsetsPlan{std::move(best->offsets), {{"variant", best->variant}}};
   };
   registry.push_back(std::move(best_fit));
+  registry.push_back(OptimalStrategy());
   return registry;
 }
 

@@ -2,11 +2,11 @@
 
 #include <chrono>
 #include <mutex>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "plan/builtin_strategies.h"
-#include "plan/in_use_objects.h"
 #include "tensormem/core/checked_math.h"
 #include "tensormem/plan/checker.h"
 #include "tensormem/plan/offset_strategies.h"
@@ -72,6 +72,29 @@ absl::Status CheckOffsetsOfSet(const BufferSet& set, const PlanResult& plan,
   return CheckPlacement(placed, alignment);
 }
 
+// Runs `objects` on the records stably sorted by first task and gives the
+// result in the original record order.
+absl::StatusOr<ObjectsAssignment<>> RunOnSortedRecords(
+    const std::function<absl::StatusOr<ObjectsAssignment<>>(
+        const std::vector<UsageRecord<>>&)>& objects,
+    const std::vector<UsageRecord<>>& records) {
+  std::vector<size_t> order(records.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return records[a].first_task < records[b].first_task;
+  });
+  std::vector<UsageRecord<>> sorted;
+  sorted.reserve(records.size());
+  for (size_t i : order) sorted.push_back(records[i]);
+  absl::StatusOr<ObjectsAssignment<>> result = objects(sorted);
+  if (!result.ok()) return result.status();
+  std::vector<size_t> ids(records.size());
+  for (size_t k = 0; k < order.size(); ++k)
+    ids[order[k]] = result->object_ids[k];
+  result->object_ids = std::move(ids);
+  return result;
+}
+
 }  // namespace
 
 std::string_view PlanModeName(PlanMode mode) {
@@ -84,12 +107,31 @@ ProblemSize MeasureProblem(const std::vector<UsageRecord<>>& records,
   size.mode = mode;
   size.buffers = records.size();
   size.profile_entries = CountSegmentProfileEntries(records);
-  size.positional_maximums = CalculatePositionalMaximums(records).size();
-  internal::InUseObjects in_use;
-  uint64_t released = 0;
-  for (size_t i = 0; i < records.size(); ++i) {
-    in_use.ReleaseBefore(records[i].first_task, [&](size_t) { ++released; });
-    in_use.Add(records[i].last_task, i);
+  // The number of positional maximums is the largest number of tensors live
+  // at one task.
+  std::vector<std::pair<TaskId, int>> events;
+  for (const UsageRecord<>& r : records) {
+    events.emplace_back(r.first_task, 1);
+    events.emplace_back(r.last_task + 1, -1);
+  }
+  std::sort(events.begin(), events.end());
+  int64_t live = 0;
+  for (const auto& [task, delta] : events) {
+    live += delta;
+    size.positional_maximums = std::max<size_t>(size.positional_maximums, live);
+  }
+  // Walk the records by first task, as min_cost_flow does, counting the
+  // released tensors each one could reuse.
+  std::vector<TaskId> firsts, lasts;
+  for (const UsageRecord<>& r : records) {
+    firsts.push_back(r.first_task);
+    lasts.push_back(r.last_task);
+  }
+  std::sort(firsts.begin(), firsts.end());
+  std::sort(lasts.begin(), lasts.end());
+  size_t released = 0;
+  for (TaskId first : firsts) {
+    while (released < lasts.size() && lasts[released] < first) ++released;
     size.reuse_pairs += released;
   }
   return size;
@@ -191,7 +233,10 @@ absl::StatusOr<PlanResult> RunStrategy(std::string_view name,
     result.total_size = plan->offsets.total_size;
     result.extra = std::move(plan->extra);
   } else {
-    absl::StatusOr<ObjectsAssignment<>> objects = strategy->objects(*records);
+    absl::StatusOr<ObjectsAssignment<>> objects =
+        strategy->wants_sorted_input
+            ? RunOnSortedRecords(strategy->objects, *records)
+            : strategy->objects(*records);
     if (!objects.ok()) return objects.status();
     absl::StatusOr<OffsetsAssignment> laid_out =
         ObjectsToOffsets(*objects, options.alignment);

@@ -95,6 +95,10 @@ struct StrategyInfo {
   // Estimated peak memory in bytes; unset means small.
   std::function<double(const ProblemSize&)> estimate_bytes;
   bool in_all = true;  // whether `plan --strategy all` runs it
+  // The objects function assumes records ordered by first task (as TFLite's
+  // delegates build them); RunStrategy then sorts them, stably, and maps the
+  // result back. Buffer sets from other tools come in any row order.
+  bool wants_sorted_input = false;
 };
 
 // Adds a strategy, replacing one of the same name.

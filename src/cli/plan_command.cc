@@ -1,0 +1,365 @@
+// `tensormem plan`: static memory plans for a buffer set (design.md §3.2).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/commands.h"
+#include "nlohmann/json.hpp"
+#include "tensormem/core/checked_math.h"
+#include "tensormem/core/units.h"
+#include "tensormem/plan/checker.h"
+#include "tensormem/plan/solver/optimal_strategy.h"
+#include "tensormem/plan/strategy_registry.h"
+#include "tensormem/report/plan_html.h"
+
+namespace tensormem::cli {
+namespace {
+
+// Estimates above this are announced on stderr before a strategy runs.
+constexpr double kAnnounceSeconds = 5;
+
+struct PlanFlags {
+  std::string input;
+  std::string strategy;
+  bool objects = false;
+  bool offsets = false;  // the default; the flag exists for explicitness
+  std::string align = "1";
+  bool check = false;
+  bool json = false;
+  bool force = false;
+  std::string out;
+  std::string html;
+  // For search strategies (`optimal`).
+  std::string time_limit;
+  std::string capacity;
+  int threads = 1;
+};
+
+// Ends the command with `exit_code` after printing `message` on stderr.
+[[noreturn]] void Fail(int exit_code, const std::string& message) {
+  std::fprintf(stderr, "tensormem plan: %s\n", message.c_str());
+  throw CLI::RuntimeError(exit_code);
+}
+
+PlanMode Mode(const PlanFlags& flags) {
+  return flags.objects ? PlanMode::kObjects : PlanMode::kOffsets;
+}
+
+void PrintJson(const nlohmann::json& json) {
+  std::printf("%s\n", json.dump(2).c_str());
+}
+
+// The input set with the plan's offsets (offsets mode) or object ids.
+BufferSet Placed(const BufferSet& set, const PlanResult& plan) {
+  BufferSet placed = set;
+  for (size_t i = 0; i < placed.buffers.size(); ++i)
+    placed.buffers[i].offset = plan.offsets[i];
+  return placed;
+}
+
+void WriteOutputs(const PlanFlags& flags, const BufferSet& set,
+                  const PlanResult& plan) {
+  if (!flags.out.empty()) {
+    std::string csv;
+    if (plan.mode == PlanMode::kObjects) {
+      BufferSet without_offsets = set;
+      for (Buffer& b : without_offsets.buffers) b.offset.reset();
+      ExtraColumn object{"object", {}};
+      for (size_t id : plan.objects.object_ids)
+        object.values.push_back(static_cast<int64_t>(id));
+      csv = FormatBufferSetCsv(without_offsets, {object});
+    } else {
+      csv = FormatBufferSetCsv(Placed(set, plan));
+    }
+    FILE* file = std::fopen(flags.out.c_str(), "w");
+    if (file == nullptr ||
+        std::fwrite(csv.data(), 1, csv.size(), file) != csv.size()) {
+      if (file != nullptr) std::fclose(file);
+      Fail(1, absl::StrFormat("%s: cannot write", flags.out));
+    }
+    std::fclose(file);
+  }
+  if (!flags.html.empty()) {
+    const std::string title = absl::StrFormat(
+        "%s, %s (%s)", flags.input, plan.strategy, PlanModeName(plan.mode));
+    absl::Status written =
+        WriteHtmlFile(flags.html, RenderPlanHtml(Placed(set, plan), title));
+    if (!written.ok()) Fail(1, std::string(written.message()));
+  }
+}
+
+nlohmann::json Summary(const PlanResult& plan) {
+  nlohmann::json json = {
+      {"strategy", plan.strategy},     {"mode", PlanModeName(plan.mode)},
+      {"total_size", plan.total_size}, {"lower_bound", plan.lower_bound},
+      {"ratio", plan.Ratio()},         {"seconds", plan.seconds}};
+  if (plan.mode == PlanMode::kObjects)
+    json["num_objects"] = plan.objects.object_sizes.size();
+  for (const auto& [key, value] : plan.extra) json[key] = value;
+  return json;
+}
+
+int CheckGivenOffsets(const PlanFlags& flags, const BufferSet& set,
+                      uint64_t alignment) {
+  const absl::Status valid = CheckPlacement(set, alignment);
+  uint64_t height = 0;
+  for (const Buffer& b : set.buffers) {
+    if (b.offset)
+      height =
+          std::max(height, CheckedAdd(*b.offset, b.size).value_or(UINT64_MAX));
+  }
+  const uint64_t bound = PeakLiveBytes(set);
+  const double ratio = bound == 0 ? 1.0 : static_cast<double>(height) / bound;
+  if (flags.json) {
+    nlohmann::json json = {
+        {"valid", valid.ok()},  {"buffers", set.buffers.size()},
+        {"total_size", height}, {"lower_bound", bound},
+        {"ratio", ratio},       {"alignment", alignment}};
+    if (!valid.ok()) json["error"] = std::string(valid.message());
+    PrintJson(json);
+  } else if (valid.ok()) {
+    std::printf(
+        "valid placement: %zu buffers, total %s (%llu B), lower bound %s, "
+        "ratio %.4f\n",
+        set.buffers.size(), HumanBytes(height).c_str(),
+        static_cast<unsigned long long>(height), HumanBytes(bound).c_str(),
+        ratio);
+  }
+  if (!flags.html.empty() && valid.ok()) {
+    absl::Status written = WriteHtmlFile(
+        flags.html, RenderPlanHtml(set, flags.input + " (given offsets)"));
+    if (!written.ok()) Fail(1, std::string(written.message()));
+  }
+  if (!valid.ok())
+    Fail(1, absl::StrFormat("%s: invalid placement: %s", flags.input,
+                            valid.message()));
+  return 0;
+}
+
+void AnnounceIfSlow(const StrategyInfo& strategy, const ProblemSize& size,
+                    bool json) {
+  const double seconds = EstimateSeconds(strategy, size);
+  if (seconds > kAnnounceSeconds && !json) {
+    std::fprintf(stderr,
+                 "note: %s is estimated to take about %.0f s on %zu buffers\n",
+                 strategy.name.c_str(), seconds, size.buffers);
+  }
+}
+
+void RunAll(const PlanFlags& flags, const BufferSet& set,
+            const PlanOptions& options) {
+  const PlanMode mode = Mode(flags);
+  absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(set);
+  if (!records.ok()) Fail(1, std::string(records.status().message()));
+  const ProblemSize size = MeasureProblem(*records, mode);
+  const uint64_t bound = LowerBound(*records, mode);
+
+  nlohmann::json rows = nlohmann::json::array();
+  std::optional<PlanResult> best;
+  if (!flags.json) {
+    std::printf("%zu buffers, %s, lower bound %s (%llu B)\n",
+                set.buffers.size(), PlanModeName(mode).data(),
+                HumanBytes(bound).c_str(),
+                static_cast<unsigned long long>(bound));
+    std::printf("%-20s %18s %10s %10s\n", "strategy", "total_size", "ratio",
+                "seconds");
+  }
+  for (const StrategyInfo* strategy : ListStrategies(mode)) {
+    if (!strategy->in_all) continue;
+    const std::string reason =
+        flags.force ? "" : SlownessReason(*strategy, size);
+    if (!reason.empty()) {
+      rows.push_back({{"strategy", strategy->name}, {"skipped", reason}});
+      if (!flags.json)
+        std::printf("%-20s skipped: %s\n", strategy->name.c_str(),
+                    reason.c_str());
+      continue;
+    }
+    AnnounceIfSlow(*strategy, size, flags.json);
+    absl::StatusOr<PlanResult> plan =
+        RunStrategy(strategy->name, set, mode, options);
+    if (!plan.ok()) Fail(1, std::string(plan.status().message()));
+    rows.push_back(Summary(*plan));
+    if (!flags.json) {
+      std::printf("%-20s %18llu %10.4f %10.4f\n", plan->strategy.c_str(),
+                  static_cast<unsigned long long>(plan->total_size),
+                  plan->Ratio(), plan->seconds);
+    }
+    if (!best || plan->total_size < best->total_size) best = *std::move(plan);
+  }
+  if (flags.json) {
+    nlohmann::json json = {{"mode", PlanModeName(mode)},
+                           {"buffers", set.buffers.size()},
+                           {"lower_bound", bound},
+                           {"strategies", rows}};
+    if (best) json["best"] = best->strategy;
+    PrintJson(json);
+  } else if (best) {
+    std::printf("best: %s (%s)\n", best->strategy.c_str(),
+                HumanBytes(best->total_size).c_str());
+  }
+  if (best) WriteOutputs(flags, set, *best);
+}
+
+void RunOne(const PlanFlags& flags, const BufferSet& set,
+            const PlanOptions& options) {
+  const PlanMode mode = Mode(flags);
+  const StrategyInfo* strategy = FindStrategy(flags.strategy);
+  if (strategy == nullptr) {
+    std::vector<std::string> names;
+    for (const StrategyInfo* info : ListStrategies(PlanMode::kOffsets))
+      names.push_back(info->name);
+    Fail(2, absl::StrFormat("unknown strategy '%s'; known: %s, all",
+                            flags.strategy, absl::StrJoin(names, ", ")));
+  }
+  absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(set);
+  if (!records.ok()) Fail(1, std::string(records.status().message()));
+  AnnounceIfSlow(*strategy, MeasureProblem(*records, mode), flags.json);
+  absl::StatusOr<PlanResult> plan =
+      RunStrategy(flags.strategy, set, mode, options);
+  if (!plan.ok()) {
+    const bool usage =
+        plan.status().code() == absl::StatusCode::kInvalidArgument &&
+        mode == PlanMode::kObjects && !strategy->objects;
+    Fail(usage ? 2 : 1, std::string(plan.status().message()));
+  }
+  if (flags.json) {
+    nlohmann::json json = Summary(*plan);
+    json["buffers"] = set.buffers.size();
+    if (mode == PlanMode::kObjects) {
+      json["objects"] = {{"ids", plan->objects.object_ids},
+                         {"sizes", plan->objects.object_sizes}};
+    } else {
+      json["offsets"] = plan->offsets;
+    }
+    PrintJson(json);
+  } else {
+    std::printf("%-12s %s\n", "strategy", plan->strategy.c_str());
+    std::printf("%-12s %s\n", "mode", PlanModeName(mode).data());
+    std::printf("%-12s %zu\n", "buffers", set.buffers.size());
+    if (mode == PlanMode::kObjects) {
+      std::printf("%-12s %zu\n", "objects", plan->objects.object_sizes.size());
+    }
+    std::printf("%-12s %s (%llu B)\n", "total_size",
+                HumanBytes(plan->total_size).c_str(),
+                static_cast<unsigned long long>(plan->total_size));
+    std::printf("%-12s %s (%llu B)\n", "lower_bound",
+                HumanBytes(plan->lower_bound).c_str(),
+                static_cast<unsigned long long>(plan->lower_bound));
+    std::printf("%-12s %.4f\n", "ratio", plan->Ratio());
+    std::printf("%-12s %.4f\n", "seconds", plan->seconds);
+    for (const auto& [key, value] : plan->extra) {
+      std::printf("%-12s %s\n", key.c_str(),
+                  value.is_string() ? value.get<std::string>().c_str()
+                                    : value.dump().c_str());
+    }
+  }
+  WriteOutputs(flags, set, *plan);
+}
+
+void Run(const PlanFlags& flags) {
+  absl::StatusOr<uint64_t> alignment = ParseByteSize(flags.align);
+  if (!alignment.ok() || *alignment == 0) {
+    Fail(2, absl::StrFormat("--align '%s' must be a positive byte count",
+                            flags.align));
+  }
+  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(flags.input);
+  if (!set.ok()) Fail(1, std::string(set.status().message()));
+  if (flags.check) {
+    CheckGivenOffsets(flags, *set, *alignment);
+    return;
+  }
+  PlanOptions options;
+  options.alignment = *alignment;
+  options.allow_slow = flags.force;
+  if (!flags.time_limit.empty()) {
+    absl::StatusOr<double> seconds = ParseTimeLimitSeconds(flags.time_limit);
+    if (!seconds.ok()) Fail(2, std::string(seconds.status().message()));
+    options.time_limit_seconds = *seconds;
+  }
+  if (!flags.capacity.empty()) {
+    absl::StatusOr<uint64_t> capacity = ParseByteSize(flags.capacity);
+    if (!capacity.ok()) Fail(2, std::string(capacity.status().message()));
+    options.capacity = *capacity;
+  }
+  options.threads = flags.threads;
+  if (flags.strategy == "all") {
+    RunAll(flags, *set, options);
+  } else {
+    RunOne(flags, *set, options);
+  }
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& app) {
+  auto flags = std::make_shared<PlanFlags>();
+  CLI::App* command =
+      app.add_subcommand("plan",
+                         "Plan static memory for a buffer set: offsets in one "
+                         "arena or shared objects");
+  command->footer(
+      "Strategies: naive, equality, greedy_in_order, greedy_by_breadth, "
+      "greedy_by_size,\n"
+      "greedy_best, min_cost_flow (TFLite GPU planners, exact) and "
+      "best_fit_multi (offsets);\n"
+      "optimal (offsets): anytime search towards the peak of live bytes, "
+      "see docs/solver.md.\n\n"
+      "Examples:\n"
+      "  tensormem plan data/idealloc/somas_tensors/resnet50.csv --strategy "
+      "all\n"
+      "  tensormem plan model.csv --strategy greedy_best --objects --json\n"
+      "  tensormem plan model.csv --align 64 --out plan.csv --html plan.html\n"
+      "  tensormem plan data/idealloc/iree/iree_mobilenet.csv --check\n"
+      "  tensormem plan data/minimalloc/challenging/A.1048576.csv --strategy "
+      "optimal --time-limit 5s --threads 2");
+  command
+      ->add_option("input", flags->input,
+                   "Buffer set CSV (id,lower,upper,size or "
+                   "id,first_task,last_task,size; optional offset)")
+      ->required();
+  command->add_option(
+      "--strategy,-s", flags->strategy,
+      "Strategy name, or 'all' for a comparison table "
+      "(default: best_fit_multi for offsets, greedy_best for objects)");
+  CLI::Option* objects = command->add_flag(
+      "--objects", flags->objects, "Plan shared objects (TFLite GPU style)");
+  command
+      ->add_flag("--offsets", flags->offsets,
+                 "Plan offsets in one arena (the default)")
+      ->excludes(objects);
+  command->add_option(
+      "--align", flags->align,
+      "Offsets are multiples of this many bytes, e.g. 64 or 4K (default 1)");
+  command->add_flag("--check", flags->check,
+                    "Validate the input's offset column instead of planning");
+  command->add_flag("--json", flags->json,
+                    "Print one JSON object instead of a table");
+  command->add_flag(
+      "--force", flags->force,
+      "Run strategies even when they are estimated to take minutes");
+  command->add_option("--out,-o", flags->out,
+                      "Write the plan as CSV (input columns + offset or "
+                      "object)");
+  command->add_option("--html", flags->html,
+                      "Draw the plan (time x address) as an HTML page");
+  command->add_option("--time-limit", flags->time_limit,
+                      "optimal: search budget, e.g. 10s, 500ms (default 10s; "
+                      "0 keeps the greedy plan)");
+  command->add_option("--capacity", flags->capacity,
+                      "optimal: stop at the first plan within this many "
+                      "bytes, e.g. 1048576 or 1M");
+  command->add_option("--threads", flags->threads,
+                      "optimal: parallel searches (default 1)")
+      ->check(CLI::Range(1, 1024));
+  command->callback([flags] {
+    if (flags->strategy.empty())
+      flags->strategy = flags->objects ? "greedy_best" : "best_fit_multi";
+    Run(*flags);
+  });
+}
+
+}  // namespace tensormem::cli
