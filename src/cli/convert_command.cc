@@ -1,0 +1,236 @@
+// `tensormem convert`: turns RMM logs, PyTorch snapshots and buffer sets into
+// traces, and traces into buffer sets (docs/traces.md).
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "CLI/CLI.hpp"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "nlohmann/json.hpp"
+#include "tensormem/core/units.h"
+#include "tensormem/plan/buffer_set.h"
+#include "tensormem/trace/importers.h"
+#include "tensormem/trace/trace_io.h"
+
+namespace tensormem::cli {
+namespace {
+
+struct ConvertFlags {
+  std::string input;
+  std::string output;
+  std::string from = "auto";
+  std::string to = "auto";
+  int device = 0;
+  bool closed = false;
+  bool json = false;
+};
+
+[[noreturn]] void ConvertFail(int exit_code, std::string_view message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "tensormem convert: %.*s\n",
+               static_cast<int>(message.size()), message.data());
+  std::exit(exit_code);
+}
+
+[[noreturn]] void ConvertFail(const absl::Status& status) {
+  ConvertFail(
+      1, std::string_view(status.message().data(), status.message().size()));
+}
+
+bool EndsWith(std::string_view text, std::string_view suffix) {
+  return absl::EndsWith(absl::string_view(text.data(), text.size()),
+                        absl::string_view(suffix.data(), suffix.size()));
+}
+
+// The first line of a file, to tell an RMM log from a buffer set.
+std::string FirstLine(const std::string& path) {
+  std::ifstream file(path);
+  std::string line;
+  std::getline(file, line);
+  return line;
+}
+
+std::string InferInputFormat(const std::string& path) {
+  if (EndsWith(path, ".pickle") || EndsWith(path, ".pkl")) return "pytorch";
+  if (EndsWith(path, ".csv")) {
+    const std::string header = FirstLine(path);
+    return absl::StrContains(header, "Action") &&
+                   absl::StrContains(header, "Pointer")
+               ? "rmm"
+               : "buffers";
+  }
+  if (EndsWith(path, ".trace") || EndsWith(path, ".trace.gz") || path == "-")
+    return "trace";
+  // No telling extension: a pickle starts with the PROTO opcode.
+  std::ifstream file(path, std::ios::binary);
+  return file.peek() == 0x80 ? "pytorch" : "trace";
+}
+
+std::string InferOutputFormat(const std::string& path) {
+  return EndsWith(path, ".csv") ? "buffers" : "trace";
+}
+
+struct Summary {
+  int64_t events = 0, allocs = 0, frees = 0, failed_allocs = 0, live_at_end = 0;
+  uint64_t peak_live_bytes = 0;
+};
+
+Summary Summarize(const Trace& trace) {
+  Summary summary;
+  absl::flat_hash_map<uint64_t, uint64_t> live;  // id -> bytes
+  uint64_t live_bytes = 0;
+  for (const TraceEvent& event : trace.events) {
+    ++summary.events;
+    if (event.op == TraceOp::kAlloc) {
+      ++summary.allocs;
+      if (event.failed) {
+        ++summary.failed_allocs;
+        continue;
+      }
+      live[event.id] = event.bytes;
+      live_bytes += event.bytes;
+      summary.peak_live_bytes = std::max(summary.peak_live_bytes, live_bytes);
+    } else {
+      ++summary.frees;
+      auto it = live.find(event.id);
+      if (it == live.end()) continue;
+      live_bytes -= it->second;
+      live.erase(it);
+    }
+  }
+  summary.live_at_end = live.size();
+  return summary;
+}
+
+void Run(const ConvertFlags& flags) {
+  const std::string from =
+      flags.from == "auto" ? InferInputFormat(flags.input) : flags.from;
+  const std::string to =
+      flags.to == "auto" ? InferOutputFormat(flags.output) : flags.to;
+  if (flags.json && flags.output == "-") {
+    ConvertFail(2,
+                "--json prints the summary on stdout; give an OUTPUT file "
+                "instead of '-'");
+  }
+  nlohmann::ordered_json json = {{"input", flags.input},
+                                 {"output", flags.output},
+                                 {"from", from},
+                                 {"to", to}};
+
+  Trace trace;
+  if (from == "trace") {
+    absl::StatusOr<Trace> read = ReadTrace(flags.input);
+    if (!read.ok()) ConvertFail(read.status());
+    trace = *std::move(read);
+  } else if (from == "rmm") {
+    absl::StatusOr<Trace> read = ReadRmmLog(flags.input);
+    if (!read.ok()) ConvertFail(read.status());
+    trace = *std::move(read);
+  } else if (from == "pytorch") {
+    absl::StatusOr<PytorchImport> read =
+        ReadPytorchSnapshot(flags.input, {.device = flags.device});
+    if (!read.ok()) ConvertFail(read.status());
+    trace = std::move(read->trace);
+    json["device"] = flags.device;
+    json["devices"] = read->devices;
+    json["blocks_live_at_start"] = read->blocks_live_at_start;
+    json["entries_skipped"] = read->entries_skipped;
+  } else {  // buffers
+    absl::StatusOr<BufferSet> set = ReadBufferSetCsv(flags.input);
+    if (!set.ok()) ConvertFail(set.status());
+    absl::StatusOr<Trace> converted = BufferSetToTrace(*set);
+    if (!converted.ok())
+      ConvertFail(
+          1, flags.input + ": " + std::string(converted.status().message()));
+    trace = *std::move(converted);
+  }
+
+  if (to == "trace") {
+    if (absl::Status written = WriteTrace(trace, flags.output); !written.ok()) {
+      ConvertFail(written);
+    }
+  } else {
+    absl::StatusOr<BufferSet> set =
+        TraceToBufferSet(trace, flags.closed ? IntervalConvention::kClosed
+                                             : IntervalConvention::kHalfOpen);
+    if (!set.ok())
+      ConvertFail(1, flags.input + ": " + std::string(set.status().message()));
+    const std::string csv = FormatBufferSetCsv(*set);
+    std::FILE* out =
+        flags.output == "-" ? stdout : std::fopen(flags.output.c_str(), "wb");
+    if (out == nullptr) ConvertFail(1, flags.output + ": cannot create");
+    const bool ok = std::fwrite(csv.data(), 1, csv.size(), out) == csv.size() &&
+                    (out == stdout ? std::fflush(out) : std::fclose(out)) == 0;
+    if (!ok) ConvertFail(1, flags.output + ": write failed");
+    json["buffers"] = set->buffers.size();
+  }
+
+  const Summary summary = Summarize(trace);
+  json["events"] = summary.events;
+  json["allocs"] = summary.allocs;
+  json["frees"] = summary.frees;
+  json["failed_allocs"] = summary.failed_allocs;
+  json["live_at_end"] = summary.live_at_end;
+  json["peak_live_bytes"] = summary.peak_live_bytes;
+  if (flags.json) {
+    std::printf("%s\n", json.dump(2).c_str());
+    return;
+  }
+  // With the converted data on stdout, the summary goes to stderr.
+  std::FILE* report = flags.output == "-" ? stderr : stdout;
+  for (const auto& [key, value] : json.items()) {
+    std::string text =
+        value.is_string() ? value.get<std::string>() : value.dump();
+    if (key == "peak_live_bytes") {
+      text = absl::StrFormat("%s (%d B)", HumanBytes(summary.peak_live_bytes),
+                             summary.peak_live_bytes);
+    }
+    std::fprintf(report, "%-22s %s\n", key.c_str(), text.c_str());
+  }
+}
+
+}  // namespace
+
+void AddConvertCommand(CLI::App& app) {
+  auto flags = std::make_shared<ConvertFlags>();
+  CLI::App* command =
+      app.add_subcommand("convert",
+                         "Convert RMM logs, PyTorch memory snapshots and "
+                         "buffer sets to traces, and traces to "
+                         "buffer sets.\n"
+                         "Formats are inferred from the names (.trace[.gz], "
+                         ".csv: RMM log or buffer set by its "
+                         "header, .pickle) unless given.\n"
+                         "Example: tensormem convert snapshot.pickle "
+                         "model.trace.gz --device 0 --json");
+  command
+      ->add_option("input", flags->input, "input file ('-' = stdin for traces)")
+      ->required();
+  command->add_option("output", flags->output, "output file ('-' = stdout)")
+      ->required();
+  command->add_option("--from", flags->from, "input format")
+      ->check(CLI::IsMember({"auto", "trace", "rmm", "pytorch", "buffers"}))
+      ->capture_default_str();
+  command->add_option("--to", flags->to, "output format")
+      ->check(CLI::IsMember({"auto", "trace", "buffers"}))
+      ->capture_default_str();
+  command
+      ->add_option("--device", flags->device,
+                   "PyTorch snapshot: which device's trace")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command->add_flag(
+      "--closed", flags->closed,
+      "buffer set output in the closed first_task,last_task convention");
+  command->add_flag("--json", flags->json, "print a one-object JSON summary");
+  command->callback([flags] { Run(*flags); });
+}
+
+}  // namespace tensormem::cli
