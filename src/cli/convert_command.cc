@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "nlohmann/json.hpp"
+#include "tensormem/core/checked_math.h"
 #include "tensormem/core/units.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/trace/importers.h"
@@ -82,7 +83,9 @@ struct Summary {
   uint64_t peak_live_bytes = 0;
 };
 
-Summary Summarize(const Trace& trace) {
+// Counts and the peak of live bytes; fails when the live bytes of the trace
+// overflow 64 bits (a corrupt size), which no conversion should pass on.
+absl::StatusOr<Summary> Summarize(const Trace& trace) {
   Summary summary;
   absl::flat_hash_map<uint64_t, uint64_t> live;  // id -> bytes
   uint64_t live_bytes = 0;
@@ -95,7 +98,12 @@ Summary Summarize(const Trace& trace) {
         continue;
       }
       live[event.id] = event.bytes;
-      live_bytes += event.bytes;
+      const std::optional<uint64_t> sum = CheckedAdd(live_bytes, event.bytes);
+      if (!sum) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "event %d: live bytes overflow 64 bits", summary.events - 1));
+      }
+      live_bytes = *sum;
       summary.peak_live_bytes = std::max(summary.peak_live_bytes, live_bytes);
     } else {
       ++summary.frees;
@@ -152,6 +160,12 @@ void Run(const ConvertFlags& flags) {
     trace = *std::move(converted);
   }
 
+  absl::StatusOr<Summary> summarized = Summarize(trace);
+  if (!summarized.ok()) {
+    ConvertFail(
+        1, flags.input + ": " + std::string(summarized.status().message()));
+  }
+  const Summary& summary = *summarized;
   if (to == "trace") {
     if (absl::Status written = WriteTrace(trace, flags.output); !written.ok()) {
       ConvertFail(written);
@@ -172,7 +186,6 @@ void Run(const ConvertFlags& flags) {
     json["buffers"] = set->buffers.size();
   }
 
-  const Summary summary = Summarize(trace);
   json["events"] = summary.events;
   json["allocs"] = summary.allocs;
   json["frees"] = summary.frees;
