@@ -9,6 +9,7 @@ namespace tensormem::cli {
 
 // One line per subcommand; the implementations live in <name>_command.cc.
 // (Subcommands are added here as they land.)
+void AddConvertCommand(CLI::App& app);
 void AddPlanCommand(CLI::App& app);
 void AddReplayCommand(CLI::App& app);
 void AddReportCommand(CLI::App& app);

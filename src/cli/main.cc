@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   tensormem::cli::AddReplayCommand(app);
   tensormem::cli::AddReportCommand(app);
   tensormem::cli::AddBenchCommand(app);
+  tensormem::cli::AddConvertCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
