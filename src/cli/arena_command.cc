@@ -114,13 +114,13 @@ void PrintTable(const ArenaFlags& flags, const ArenaPlanner& planner,
           ? 1.0
           : static_cast<double>(planner.high_water_mark()) / lower_bound;
   std::printf(
-      "main arena:       high-water mark %s (%zu B), buffer %zu B, "
-      "lower bound %zu B, ratio %.4f\n",
-      HumanBytes(planner.high_water_mark()).c_str(), planner.high_water_mark(),
+      "main arena:       high-water mark %zu B (%s), buffer %zu B, lower bound "
+      "%zu B, ratio %.4f\n",
+      planner.high_water_mark(), HumanBytes(planner.high_water_mark()).c_str(),
       planner.buffer_bytes(), static_cast<size_t>(lower_bound), ratio);
-  std::printf("persistent arena: high-water mark %s (%zu B), buffer %zu B\n",
-              HumanBytes(planner.persistent_high_water_mark()).c_str(),
+  std::printf("persistent arena: high-water mark %zu B (%s), buffer %zu B\n",
               planner.persistent_high_water_mark(),
+              HumanBytes(planner.persistent_high_water_mark()).c_str(),
               planner.persistent_buffer_bytes());
 }
 
@@ -194,7 +194,7 @@ void AddArenaCommand(CLI::App& app) {
       "in order).\nA .csv input is a buffer set, planned as a graph with the "
       "same lifetimes.\n\n"
       "Examples:\n"
-      "  tensormem arena data/graphs/mobilenet_block.json\n"
+      "  tensormem arena data/graphs/mobilenet_v2_blocks.json\n"
       "  tensormem arena graph.json --planner queue --preserve-inputs --json\n"
       "  tensormem arena data/idealloc/somas_tensors/resnet50.csv "
       "--tensor-alignment 1 --html plan.html");

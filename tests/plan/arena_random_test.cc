@@ -185,7 +185,9 @@ TEST(ArenaRandomTest, StepwiseGreedyKeepsOffsetsAndQueueMatchesOneShot) {
         ASSERT_TRUE(planner->ExecuteAllocations(node, node).ok());
         for (size_t t = 0; t < seen.size(); ++t) {
           std::optional<TensorPlacement> now = planner->Placement(t);
-          if (seen[t] && now) EXPECT_EQ(now->offset, seen[t]->offset) << t;
+          if (seen[t] && now) {
+            EXPECT_EQ(now->offset, seen[t]->offset) << t;
+          }
           if (now) seen[t] = now;
         }
       }

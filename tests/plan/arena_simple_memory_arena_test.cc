@@ -153,6 +153,28 @@ TEST(GreedyArenaTest, ReleaseBufferKeepsThePlan) {
   EXPECT_EQ(*arena.Resolve(b), arena.base() + 2048);
 }
 
+// Blocks at [0,1), [128,1000) and [1124,1224) leave two gaps for 64 bytes
+// aligned to 32: at 32 (aligned room 96, unaligned 127) and at 1024 (aligned
+// room 100, unaligned 124). TFLite measures from the unaligned end, so the
+// second gap wins; an aligned measure would pick 32.
+TEST(ArenaQuirkTest, UnalignedFitMeasureDecidesBetweenGaps) {
+  for (ArenaGeneration generation :
+       {ArenaGeneration::kQueue, ArenaGeneration::kGreedy}) {
+    SimpleMemoryArena arena({.generation = generation});
+    Must(arena.Allocate(1, 1, 0, 0, 10));
+    ArenaAlloc filler1 = Must(arena.Allocate(1, 127, 1, 0, 0));
+    Must(arena.Allocate(1, 872, 2, 0, 10));
+    ArenaAlloc filler2 = Must(arena.Allocate(1, 124, 3, 0, 0));
+    EXPECT_EQ(Must(arena.Allocate(1, 100, 4, 0, 10)).offset, 1124);
+    if (generation == ArenaGeneration::kQueue) {
+      ASSERT_TRUE(arena.Deallocate(filler1).ok());
+      ASSERT_TRUE(arena.Deallocate(filler2).ok());
+    }
+    // Greedy: the fillers' lifetimes ([0, 0]) do not meet [5, 5].
+    EXPECT_EQ(Must(arena.Allocate(32, 64, 5, 5, 5)).offset, 1024);
+  }
+}
+
 TEST(ArenaMisuseTest, ResolvingBeforeCommitFails) {
   for (SimpleMemoryArena* arena : {new SimpleMemoryArena(QueueArena()),
                                    new SimpleMemoryArena(GreedyArena())}) {

@@ -80,8 +80,7 @@ absl::Status ArenaPlanner::PlanAllocations() {
   planned_nodes_ = NumNodes();
   planned_ = false;
   if (options_.planner == ArenaPlannerKind::kQueue) {
-    std::vector<int> refcounts(n, 0);
-    TM_RETURN_IF_ERROR(PlanQueue(refcounts));
+    PlanQueue();
   } else {
     TM_RETURN_IF_ERROR(PlanGreedy());
   }

@@ -6,8 +6,9 @@
 
 namespace tensormem {
 
-absl::Status ArenaPlanner::PlanQueue(std::vector<int>& refcounts) {
+void ArenaPlanner::PlanQueue() {
   const ArenaGraph& g = *graph_;
+  std::vector<int> refcounts(g.tensors.size(), 0);
   std::vector<bool> queued(g.tensors.size(), false);
   auto allocate = [&](int node, int tensor) {
     if (queued[tensor]) return;  // the first producer wins
@@ -44,7 +45,6 @@ absl::Status ArenaPlanner::PlanQueue(std::vector<int>& refcounts) {
       if (t != kOptionalTensor && --refcounts[t] == 0) deallocate(i, t);
     }
   }
-  return absl::OkStatus();
 }
 
 absl::Status ArenaPlanner::PlaceQueueTensor(int tensor, int node) {

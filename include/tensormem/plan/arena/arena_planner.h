@@ -138,7 +138,7 @@ class ArenaPlanner {
   int SharedRoot(int tensor) const;
 
   // Queue planner (queue_planner.cc).
-  absl::Status PlanQueue(std::vector<int>& refcounts);
+  void PlanQueue();
   absl::Status ExecuteQueue(int first_node, int last_node);
   absl::Status PlaceQueueTensor(int tensor, int node);
   absl::Status FreeQueueTensor(int tensor);
