@@ -11,6 +11,7 @@ namespace tensormem::cli {
 // (Subcommands are added here as they land.)
 void AddConvertCommand(CLI::App& app);
 void AddPlanCommand(CLI::App& app);
+void AddArenaCommand(CLI::App& app);
 void AddReplayCommand(CLI::App& app);
 void AddReportCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);

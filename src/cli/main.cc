@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "tensormem 0.1.0");
   app.require_subcommand(1);
   tensormem::cli::AddPlanCommand(app);
+  tensormem::cli::AddArenaCommand(app);
   tensormem::cli::AddReplayCommand(app);
   tensormem::cli::AddReportCommand(app);
   tensormem::cli::AddBenchCommand(app);
