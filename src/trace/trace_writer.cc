@@ -163,7 +163,9 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
   if (path == "-") {
     sink = std::make_unique<StdioSink>(stdout, /*owned=*/false, "<stdout>");
   } else if (absl::EndsWith(path, ".gz")) {
-    gzFile file = gzopen(path.c_str(), "wb");
+    // Level 1: traces are written while programs run, and it is about 5x
+    // faster than the default level for files about 9% larger.
+    gzFile file = gzopen(path.c_str(), "wb1");
     if (file == nullptr) {
       return absl::PermissionDeniedError(
           absl::StrFormat("%s: cannot create: %s", path, std::strerror(errno)));
