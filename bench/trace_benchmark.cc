@@ -6,9 +6,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <random>
 #include <string>
 
+#include "tensormem/alloc/system_allocator.h"
+#include "tensormem/trace/recording_allocator.h"
 #include "tensormem/trace/trace_io.h"
 
 namespace tensormem {
@@ -103,6 +107,42 @@ void BM_WriteTraceInMemory(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * bytes);
 }
 BENCHMARK(BM_WriteTraceInMemory)->Unit(benchmark::kMillisecond);
+
+// Cost of recording: alloc+free pairs on the system allocator, bare and
+// through a TraceRecordingAllocator writing to /dev/null or to a .gz file.
+// Arg: 0 bare, 1 recorded to /dev/null, 2 recorded to gzip.
+void BM_RecordingOverhead(benchmark::State& state) {
+  SystemAllocator system;
+  std::unique_ptr<TraceWriter> writer;
+  if (state.range(0) > 0) {
+    const std::string path = state.range(0) == 1
+                                 ? "/dev/null"
+                                 : (std::filesystem::temp_directory_path() /
+                                    "tensormem_record.trace.gz")
+                                       .string();
+    absl::StatusOr<std::unique_ptr<TraceWriter>> opened =
+        TraceWriter::Open(path);
+    if (!opened.ok()) {
+      state.SkipWithError("cannot open the trace output");
+      return;
+    }
+    writer = *std::move(opened);
+  }
+  std::optional<TraceRecordingAllocator> recorder;
+  if (writer != nullptr) recorder.emplace(system, *writer);
+  Allocator& allocator = recorder ? static_cast<Allocator&>(*recorder) : system;
+  void* held[16] = {};
+  size_t round = 0;
+  for (auto _ : state) {
+    // A few blocks stay live so frees are not always of the newest block.
+    const size_t slot = round++ % 16;
+    allocator.Deallocate(held[slot]);
+    held[slot] = allocator.Allocate(64 + slot * 192);
+  }
+  for (void* ptr : held) allocator.Deallocate(ptr);
+  state.SetItemsProcessed(state.iterations());  // one alloc + one free each
+}
+BENCHMARK(BM_RecordingOverhead)->Arg(0)->Arg(1)->Arg(2);
 
 }  // namespace
 }  // namespace tensormem
