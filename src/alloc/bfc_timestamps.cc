@@ -47,15 +47,21 @@ bool BfcCore::MergeTimestampedChunks(uint64_t required_bytes) {
   bool satisfied = required_bytes == 0;
   for (const QueuedChunk& queued : to_merge) {
     if (!is_current(queued)) continue;
-    if (satisfied && required_bytes > 0) {
+    const bool safe = map_.chunk(queued.handle).freed_at_count == 0;
+    if (!safe && satisfied) {
       // A large enough chunk exists: keep the remaining unsafe ones apart.
-      if (map_.chunk(queued.handle).freed_at_count > 0)
-        timestamped_chunks_.push_back(queued);
+      timestamped_chunks_.push_back(queued);
       continue;
     }
     RemoveFree(queued.handle);
-    const ChunkHandle merged =
-        TryToCoalesce(queued.handle, /*ignore_freed_at=*/required_bytes > 0);
+    // Neighbours may have become safe together, so merge until nothing is
+    // left to merge (one step, as in TensorFlow, can leave free chunks apart).
+    ChunkHandle merged = queued.handle;
+    uint64_t size_before;
+    do {
+      size_before = map_.chunk(merged).size;
+      merged = TryToCoalesce(merged, /*ignore_freed_at=*/!safe);
+    } while (map_.chunk(merged).size != size_before);
     InsertFree(merged);
     // A chunk still carrying a stamp must be revisited when the frontier moves.
     QueueTimestamped(merged);

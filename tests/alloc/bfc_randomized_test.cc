@@ -2,6 +2,7 @@
 // against the TensorFlow-style reference step for step, and threads.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -62,6 +63,57 @@ TEST_P(BfcRandomizedTest, InvariantsHoldAfterEveryStep) {
   for (void* p : live) allocator->Deallocate(p);
   EXPECT_EQ(allocator->GetStats()->bytes_in_use, 0u);
   ASSERT_TRUE(InvariantsHold(*allocator));
+}
+
+TEST_P(BfcRandomizedTest, TimestampedInvariantsHoldAfterEveryStep) {
+  BfcAllocator::Options options = QuietOptions(GetParam().growth);
+  options.garbage_collection = GetParam().gc;
+  auto allocator = MakeSimulatedBfc(64 * kMiB, options);
+  SharedCounter counter;
+  allocator->SetTimingCounter(&counter);
+  std::mt19937_64 rng(5);
+  uint64_t frontier = 0;
+  uint64_t freed_before = 0;
+  const std::function<uint64_t()> freed_by = [&] { return freed_before; };
+  AllocationAttributes ordered;
+  ordered.freed_by_func = &freed_by;
+  std::vector<void*> live;
+  for (int step = 0; step < 3000; ++step) {
+    const int action = rng() % 100;
+    if (live.empty() || action < 50) {
+      freed_before = rng() % 2 ? counter.get() - std::min<uint64_t>(
+                                                     counter.get(), rng() % 20)
+                               : 0;
+      const AllocationAttributes plain;
+      void* p = allocator->AllocateRaw(1, RandomSize(rng, 8 * kMiB),
+                                       rng() % 2 ? ordered : plain);
+      if (p != nullptr) live.push_back(p);
+    } else if (action < 95) {
+      const size_t victim = rng() % live.size();
+      allocator->Deallocate(live[victim]);
+      live[victim] = live.back();
+      live.pop_back();
+    } else {
+      frontier = counter.get() - std::min<uint64_t>(counter.get(), rng() % 10);
+      allocator->SetSafeFrontier(frontier);
+    }
+    ASSERT_TRUE(InvariantsHold(*allocator))
+        << "step " << step << "\n"
+        << allocator->RecordMemoryDump().ToText();
+  }
+  for (void* p : live) allocator->Deallocate(p);
+  allocator->SetSafeFrontier(counter.get() + 1);
+  void* whole = allocator->AllocateRaw(1, 256);
+  ASSERT_NE(whole, nullptr);
+  allocator->Deallocate(whole);
+  allocator->SetSafeFrontier(counter.get() + 1);
+  allocator->Deallocate(allocator->AllocateRaw(1, 256));
+  ASSERT_TRUE(InvariantsHold(*allocator));
+  // Once everything is safe, each region is one free chunk again.
+  for (const MemoryDump::Region& region :
+       allocator->RecordMemoryDump().regions) {
+    EXPECT_LE(region.chunks.size(), 2u);
+  }
 }
 
 TEST_P(BfcRandomizedTest, FastIndexMatchesReferenceStepForStep) {
