@@ -6,9 +6,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "alloc/address_space.h"
+#include "alloc/region_ledger.h"
 #include "tensormem/core/checked_math.h"
 
 namespace tensormem {
@@ -23,12 +25,12 @@ VmmSubAllocator::VmmSubAllocator(uint64_t capacity,
       internal::ReservedAddressSpace::Reserve(capacity, kBaseAlignment);
   if (!space.ok()) {
     status_ = space.status();
-    free_ranges_ = std::make_unique<internal::FreeRangeMap>(0, 0);
+    ledger_ = std::make_unique<internal::RegionLedger>(0, 0);
     return;
   }
   space_ = std::make_unique<internal::ReservedAddressSpace>(*std::move(space));
-  // A capacity that is not a whole number of pages loses its partial last page.
-  free_ranges_ = std::make_unique<internal::FreeRangeMap>(
+  // A capacity that is not a whole number of pages loses its partial page.
+  ledger_ = std::make_unique<internal::RegionLedger>(
       space_->base_address(), RoundDown(space_->capacity(), granularity_));
 }
 
@@ -41,38 +43,36 @@ const void* VmmSubAllocator::BaseAddress() const {
 void* VmmSubAllocator::Alloc(size_t alignment, size_t bytes,
                              size_t* bytes_received) {
   *bytes_received = 0;
-  if (bytes == 0 || (alignment != 0 && !IsPowerOfTwo(alignment)))
+  if (bytes == 0 || (alignment != 0 && !IsPowerOfTwo(alignment))) {
     return nullptr;
-  const std::optional<uint64_t> committed_size =
-      CheckedRoundUp(bytes, granularity_);
-  if (!committed_size) return nullptr;
+  }
+  const std::optional<uint64_t> size = CheckedRoundUp(bytes, granularity_);
+  if (!size) return nullptr;
   const uint64_t effective_alignment =
       alignment < granularity_ ? granularity_ : alignment;
   uintptr_t start;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     std::optional<uintptr_t> taken =
-        free_ranges_->TakeFromTop(*committed_size, effective_alignment);
-    if (!taken)
-      taken = free_ranges_->TakeFirstFit(*committed_size, effective_alignment);
+        ledger_->TakeFromTop(*size, effective_alignment);
+    if (!taken) taken = ledger_->TakeFirstFit(*size, effective_alignment);
     if (!taken) return nullptr;
     start = *taken;
     // Committing inside the lock keeps a failed commit from leaving a hole
-    // that another thread could have been placed around.
-    if (mprotect(reinterpret_cast<void*>(start), *committed_size,
+    // that another thread's region was placed above.
+    if (mprotect(reinterpret_cast<void*>(start), *size,
                  PROT_READ | PROT_WRITE) != 0) {
       std::fprintf(stderr, "tensormem: vmm: cannot commit %llu bytes: %s\n",
-                   static_cast<unsigned long long>(*committed_size),
+                   static_cast<unsigned long long>(*size),
                    std::strerror(errno));
-      free_ranges_->Release(start, *committed_size);
+      ledger_->Retire(start, *size).IgnoreError();  // it is live: cannot fail
+      ledger_->Release(start, *size);
       return nullptr;
     }
-    live_regions_.emplace(start, *committed_size);
-    committed_bytes_ += *committed_size;
   }
-  *bytes_received = *committed_size;
+  *bytes_received = *size;
   void* region = reinterpret_cast<void*>(start);
-  VisitAlloc(region, /*index=*/0, *committed_size);
+  VisitAlloc(region, /*index=*/0, *size);
   return region;
 }
 
@@ -81,17 +81,11 @@ void VmmSubAllocator::Free(void* ptr, size_t bytes) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = live_regions_.find(start);
-    if (it == live_regions_.end() || it->second != bytes) {
-      ++misuse_count_;
-      std::fprintf(
-          stderr, "tensormem: vmm: ignoring Free(%p, %zu): %s\n", ptr, bytes,
-          it == live_regions_.end() ? "not a live region"
-                                    : "size differs from the region's");
+    if (absl::Status misuse = ledger_->Retire(start, bytes); !misuse.ok()) {
+      std::fprintf(stderr, "tensormem: vmm: ignoring %s\n",
+                   std::string(misuse.message()).c_str());
       return;
     }
-    live_regions_.erase(it);
-    committed_bytes_ -= bytes;
   }
   // Visit before the range becomes free again (see SimulatedSubAllocator).
   VisitFree(ptr, /*index=*/0, bytes);
@@ -100,22 +94,22 @@ void VmmSubAllocator::Free(void* ptr, size_t bytes) {
   madvise(ptr, bytes, MADV_DONTNEED);
   mprotect(ptr, bytes, PROT_NONE);
   std::lock_guard<std::mutex> lock(mutex_);
-  free_ranges_->Release(start, bytes);
+  ledger_->Release(start, bytes);
 }
 
 uint64_t VmmSubAllocator::committed_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return committed_bytes_;
+  return ledger_->live_bytes();
 }
 
 size_t VmmSubAllocator::region_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return live_regions_.size();
+  return ledger_->live_regions();
 }
 
 int64_t VmmSubAllocator::misuse_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return misuse_count_;
+  return ledger_->misuse_count();
 }
 
 }  // namespace tensormem

@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "tensormem/alloc/sub_allocator.h"
 
@@ -34,7 +33,7 @@ namespace tensormem {
 
 namespace internal {
 class ReservedAddressSpace;
-class FreeRangeMap;
+class RegionLedger;
 }  // namespace internal
 
 class SimulatedSubAllocator final : public SubAllocator {
@@ -76,11 +75,7 @@ class SimulatedSubAllocator final : public SubAllocator {
   std::unique_ptr<internal::ReservedAddressSpace> space_;
 
   mutable std::mutex mutex_;
-  std::unique_ptr<internal::FreeRangeMap> free_ranges_ ABSL_GUARDED_BY(mutex_);
-  absl::flat_hash_map<uintptr_t, uint64_t> live_regions_
-      ABSL_GUARDED_BY(mutex_);
-  uint64_t bytes_in_use_ ABSL_GUARDED_BY(mutex_) = 0;
-  int64_t misuse_count_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::unique_ptr<internal::RegionLedger> ledger_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace tensormem
