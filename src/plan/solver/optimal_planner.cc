@@ -135,19 +135,24 @@ absl::Status Search(const BufferSet& set, const Problem& problem,
   int round = 0;
   bool first_in_round = true;
   while (Clock::now() < deadline && best > result.lower_bound) {
-    // Each round tries the bound first (most real sets reach it), then
-    // bisects towards the best plan; a target whose search ran out of nodes
-    // is retried next round with twice the nodes and more orders.
-    uint64_t target = options.capacity ? *options.capacity
-                      : first_in_round
-                          ? result.lower_bound
-                          : lowest_open + (best - 1 - lowest_open) / 2;
+    // Each round first gives the bound the full node budget: tight sets reach
+    // it, and near the bound the search is no easier than at it. Then it
+    // bisects towards the best plan with an eighth of the budget, which pays
+    // off while the gap is wide; the first target that runs out of nodes ends
+    // the round, and the next one doubles the budget and adds orders.
+    const bool at_bound = first_in_round || options.capacity.has_value();
+    const uint64_t target = options.capacity ? *options.capacity
+                            : at_bound
+                                ? result.lower_bound
+                                : lowest_open + (best - 1 - lowest_open) / 2;
     first_in_round = false;
-    solver_internal::FeasibilityRequest request{.capacity = target,
-                                                .node_limit = node_limit,
-                                                .orders = {},
-                                                .threads = options.threads,
-                                                .deadline = deadline};
+    solver_internal::FeasibilityRequest request{
+        .capacity = target,
+        .node_limit =
+            at_bound ? node_limit : std::max<uint64_t>(1000, node_limit / 8),
+        .orders = {},
+        .threads = options.threads,
+        .deadline = deadline};
     for (int k = 0; k < solver_internal::kBaseOrderCount; ++k) {
       request.orders.push_back(k);
       if (round > 0)
@@ -156,6 +161,7 @@ absl::Status Search(const BufferSet& set, const Problem& problem,
     const FeasibilityAnswer answer =
         solver_internal::RunFeasibility(problem, request);
     result.nodes += answer.nodes;
+    bool end_round = options.capacity.has_value();
     switch (answer.outcome) {
       case SearchOutcome::kFound:
         for (size_t i = 0; i < problem.buffers.size(); ++i) {
@@ -180,9 +186,10 @@ absl::Status Search(const BufferSet& set, const Problem& problem,
         break;
       case SearchOutcome::kStopped:
         lowest_open = target + 1;
+        end_round = end_round || !at_bound;
         break;
     }
-    if (options.capacity || lowest_open >= best) {
+    if (end_round || lowest_open >= best) {
       ++round;
       node_limit = std::min<uint64_t>(node_limit * 2, uint64_t{1} << 40);
       lowest_open = result.lower_bound;

@@ -2,8 +2,12 @@
 
 #include <unistd.h>
 
+#include <cmath>
+#include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "tensormem/plan/solver/optimal_planner.h"
 
 namespace tensormem {
@@ -43,6 +47,29 @@ StrategyInfo OptimalStrategy() {
     return plan;
   };
   return info;
+}
+
+absl::StatusOr<double> ParseTimeLimitSeconds(std::string_view text) {
+  std::string number(text);
+  double scale = 1;
+  for (const auto& [suffix, unit_seconds] :
+       {std::pair<std::string_view, double>{"ms", 1e-3},
+        {"s", 1},
+        {"m", 60},
+        {"h", 3600}}) {
+    if (number.size() > suffix.size() && number.ends_with(suffix)) {
+      number.resize(number.size() - suffix.size());
+      scale = unit_seconds;
+      break;
+    }
+  }
+  double value;
+  if (!absl::SimpleAtod(number, &value) || !std::isfinite(value) || value < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "time limit '%s' is not a duration (e.g. 10s, 500ms, 2m)",
+        std::string(text)));
+  }
+  return value * scale;
 }
 
 }  // namespace tensormem

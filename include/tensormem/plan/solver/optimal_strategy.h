@@ -13,6 +13,9 @@
 #ifndef TENSORMEM_PLAN_SOLVER_OPTIMAL_STRATEGY_H_
 #define TENSORMEM_PLAN_SOLVER_OPTIMAL_STRATEGY_H_
 
+#include <string_view>
+
+#include "absl/status/statusor.h"
 #include "tensormem/plan/strategy_registry.h"
 
 namespace tensormem {
@@ -21,6 +24,10 @@ namespace tensormem {
 inline constexpr double kDefaultOptimalTimeLimitSeconds = 10;
 
 StrategyInfo OptimalStrategy();
+
+// Parses a time limit for flags: seconds with an optional unit, "10", "10s",
+// "500ms", "1.5m", "0". Errors name the text.
+absl::StatusOr<double> ParseTimeLimitSeconds(std::string_view text);
 
 }  // namespace tensormem
 

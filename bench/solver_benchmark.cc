@@ -1,0 +1,98 @@
+// The optimal planner on the bundled public sets.
+//
+//   Challenging/<X>: MiniMalloc's challenging instances, feasibility at
+//     capacity 1,048,576 (one thread); counters: nodes, fits.
+//   Minimise/<set>: minimisation with a time limit (default 10 s, env
+//     TENSORMEM_SOLVER_SECONDS); counters: greedy and final ratio to the
+//     lower bound, proven optimal, seconds to the best plan, nodes.
+//
+// Each case runs once (the answer, not the variance, is what is measured).
+// Run from anywhere: the data directory is compiled in.
+//   ./bench/solver_benchmark --benchmark_filter=Challenging
+#include <cstdlib>
+#include <string>
+
+#include "benchmark/benchmark.h"
+#include "tensormem/plan/buffer_set.h"
+#include "tensormem/plan/solver/optimal_planner.h"
+
+namespace tensormem {
+namespace {
+
+BufferSet Load(const std::string& relative) {
+  absl::StatusOr<BufferSet> set =
+      ReadBufferSetCsv(std::string(TENSORMEM_DATA_DIR) + "/" + relative);
+  if (!set.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(set.status().message()).c_str());
+    std::exit(1);
+  }
+  for (Buffer& b : set->buffers) b.offset.reset();
+  return *set;
+}
+
+void Challenging(benchmark::State& state, const std::string& path) {
+  const BufferSet set = Load(path);
+  OptimalPlanOptions options;
+  options.capacity = 1048576;
+  options.time_limit_seconds = 120;
+  for (auto _ : state) {
+    absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+    state.counters["fits"] = result.ok() ? 1 : 0;
+    state.counters["nodes"] = result.ok() ? result->nodes : 0;
+    state.counters["buffers"] = set.buffers.size();
+    if (!result.ok())
+      state.SkipWithError(std::string(result.status().message()).c_str());
+  }
+}
+
+void Minimise(benchmark::State& state, const std::string& path) {
+  const BufferSet set = Load(path);
+  OptimalPlanOptions options;
+  const char* seconds = std::getenv("TENSORMEM_SOLVER_SECONDS");
+  options.time_limit_seconds = seconds != nullptr ? std::atof(seconds) : 10;
+  for (auto _ : state) {
+    absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+    if (!result.ok()) {
+      state.SkipWithError(std::string(result.status().message()).c_str());
+      break;
+    }
+    const double bound = static_cast<double>(PeakLiveBytes(set));
+    state.counters["buffers"] = set.buffers.size();
+    state.counters["greedy_ratio"] = result->start_size / bound;
+    state.counters["ratio"] = result->total_size / bound;
+    state.counters["proven"] = result->proven_optimal ? 1 : 0;
+    state.counters["to_best_s"] = result->seconds_to_best;
+    state.counters["nodes"] = result->nodes;
+  }
+}
+
+int RegisterAll() {
+  for (const char* name : {"A", "B", "C", "D", "E", "F"}) {
+    benchmark::RegisterBenchmark(
+        (std::string("Challenging/") + name).c_str(), Challenging,
+        std::string("minimalloc/challenging/") + name + ".1048576.csv")
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  for (const char* path :
+       {"idealloc/iree/iree_mobilenet.csv",
+        "idealloc/somas_tensors/resnet50.csv",
+        "idealloc/somas_tensors/tiny_bert.csv",
+        "idealloc/somas_tensors/bert_base.csv", "idealloc/iopddl/G_1.csv",
+        "idealloc/iopddl/S_1.csv"}) {
+    benchmark::RegisterBenchmark((std::string("Minimise/") + path).c_str(),
+                                 Minimise, std::string(path))
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  return 0;
+}
+
+const int registered = RegisterAll();
+
+}  // namespace
+}  // namespace tensormem
+
+BENCHMARK_MAIN();
