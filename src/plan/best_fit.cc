@@ -1,9 +1,11 @@
 #include <algorithm>
+#include <atomic>
 #include <numeric>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "plan/placed_interval_index.h"
+#include "plan/occupancy_index.h"
 #include "tensormem/core/checked_math.h"
 #include "tensormem/plan/offset_strategies.h"
 
@@ -22,6 +24,8 @@ std::vector<size_t> VisitOrder(const std::vector<UsageRecord<>>& records,
   auto key = [&](size_t i) -> std::pair<unsigned __int128, uint64_t> {
     const UsageRecord<>& r = records[i];
     switch (order) {
+      case PlacementOrder::kSize:
+        return {r.tensor_size, 0};
       case PlacementOrder::kSizeThenDuration:
         return {r.tensor_size, Duration(r)};
       case PlacementOrder::kDurationThenSize:
@@ -37,28 +41,6 @@ std::vector<size_t> VisitOrder(const std::vector<UsageRecord<>>& records,
   return tensors;
 }
 
-// Chooses the offset of a tensor of `size` bytes among the placed tensors
-// `overlapping` (sorted by offset): a gap between them by `rule`, or the
-// aligned end of the highest one.
-uint64_t ChooseOffset(
-    const std::vector<std::pair<uint64_t, uint64_t>>& overlapping,
-    uint64_t size, GapRule rule, uint64_t alignment) {
-  uint64_t cursor = 0;  // lowest aligned offset above everything seen so far
-  uint64_t best_offset = 0;
-  uint64_t best_gap = UINT64_MAX;
-  for (const auto& [offset, end] : overlapping) {
-    if (offset >= cursor && offset - cursor >= size) {
-      if (rule == GapRule::kFirstFit) return cursor;
-      if (offset - cursor < best_gap) {
-        best_gap = offset - cursor;
-        best_offset = cursor;
-      }
-    }
-    cursor = std::max(cursor, RoundUp(end, alignment));
-  }
-  return best_gap == UINT64_MAX ? cursor : best_offset;
-}
-
 }  // namespace
 
 OffsetsAssignment PlaceInOrder(const std::vector<UsageRecord<>>& records,
@@ -66,27 +48,18 @@ OffsetsAssignment PlaceInOrder(const std::vector<UsageRecord<>>& records,
                                uint64_t alignment) {
   OffsetsAssignment result;
   result.offsets.assign(records.size(), 0);
-  internal::PlacedIntervalIndex index(records);
-  std::vector<size_t> found;
-  std::vector<std::pair<uint64_t, uint64_t>> overlapping;  // (offset, end)
+  internal::OccupancyIndex index(records);
+  std::vector<const internal::RangeUnion*> occupied;
   for (size_t tensor : VisitOrder(records, order)) {
     const UsageRecord<>& record = records[tensor];
     if (record.tensor_size == 0) continue;  // occupies no bytes: offset 0
-    found.clear();
-    index.FindOverlapping(record.first_task, record.last_task, found);
-    overlapping.clear();
-    for (size_t placed : found) {
-      overlapping.emplace_back(
-          result.offsets[placed],
-          result.offsets[placed] + records[placed].tensor_size);
-    }
-    std::sort(overlapping.begin(), overlapping.end());
-    const uint64_t offset =
-        ChooseOffset(overlapping, record.tensor_size, rule, alignment);
+    index.Occupied(tensor, occupied);
+    const uint64_t offset = internal::FindGap(
+        occupied, record.tensor_size, rule == GapRule::kFirstFit, alignment);
     result.offsets[tensor] = offset;
     result.total_size =
         std::max(result.total_size, offset + record.tensor_size);
-    index.Place(tensor);
+    index.Place(tensor, offset);
   }
   return result;
 }
@@ -108,30 +81,46 @@ absl::StatusOr<BestFitResult> BestFitMulti(
     }
     bound = *sum;
   }
-  struct Variant {
-    PlacementOrder order;
-    GapRule rule;
-    const char* name;
+  const std::vector<PlacementVariant> variants = BestFitVariants();
+  // The variants are independent: run them on the available cores.
+  std::vector<OffsetsAssignment> plans(variants.size());
+  std::atomic<size_t> next_variant = 0;
+  auto work = [&] {
+    for (size_t v = next_variant++; v < variants.size(); v = next_variant++) {
+      plans[v] =
+          PlaceInOrder(records, variants[v].order, variants[v].rule, alignment);
+    }
   };
-  constexpr Variant kVariants[] = {
+  const size_t num_threads = std::min<size_t>(
+      variants.size(), std::max(1u, std::thread::hardware_concurrency()));
+  {
+    std::vector<std::jthread> threads;
+    for (size_t t = 1; t < num_threads; ++t) threads.emplace_back(work);
+    work();
+  }
+  BestFitResult best;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    if (best.variant.empty() || plans[v].total_size < best.offsets.total_size) {
+      best.offsets = std::move(plans[v]);
+      best.variant = variants[v].name;
+    }
+  }
+  return best;
+}
+
+std::vector<PlacementVariant> BestFitVariants() {
+  return {
+      {PlacementOrder::kSize, GapRule::kBestFit, "size/best_fit"},
       {PlacementOrder::kSizeThenDuration, GapRule::kBestFit,
        "size_then_duration/best_fit"},
       {PlacementOrder::kDurationThenSize, GapRule::kBestFit,
        "duration_then_size/best_fit"},
-      {PlacementOrder::kArea, GapRule::kBestFit, "area/best_fit"},
       {PlacementOrder::kSizeThenDuration, GapRule::kFirstFit,
        "size_then_duration/first_fit"},
+      {PlacementOrder::kDurationThenSize, GapRule::kFirstFit,
+       "duration_then_size/first_fit"},
+      {PlacementOrder::kArea, GapRule::kFirstFit, "area/first_fit"},
   };
-  BestFitResult best;
-  for (const Variant& variant : kVariants) {
-    OffsetsAssignment plan =
-        PlaceInOrder(records, variant.order, variant.rule, alignment);
-    if (best.variant.empty() || plan.total_size < best.offsets.total_size) {
-      best.offsets = std::move(plan);
-      best.variant = variant.name;
-    }
-  }
-  return best;
 }
 
 }  // namespace tensormem

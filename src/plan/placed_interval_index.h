@@ -1,5 +1,7 @@
-// An index of placed tensors for the best-fit planners: which placed tensors
-// are live at some task of [first, last]?
+// An index of placed tensors that lists them: which placed tensors are live at
+// some task of [first, last]? (The solver's local moves need the tensors
+// themselves; the best-fit planners only need the space they take and use
+// OccupancyIndex.)
 //
 // All tensors are known up front, so the index is a static segment tree over
 // the tensors sorted by first task; each node keeps the latest last task among

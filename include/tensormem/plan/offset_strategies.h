@@ -38,6 +38,7 @@ absl::StatusOr<OffsetsAssignment> GreedyBySizeOffsets(
 
 // The order in which a placement run visits tensors (ties: record order).
 enum class PlacementOrder {
+  kSize,              // size descending (TFLite's GREEDY_BY_SIZE order)
   kSizeThenDuration,  // size descending, then lifetime descending
   kDurationThenSize,  // lifetime descending, then size descending
   kArea,              // size x lifetime descending
@@ -55,14 +56,26 @@ OffsetsAssignment PlaceInOrder(const std::vector<UsageRecord<>>& records,
                                PlacementOrder order, GapRule rule,
                                uint64_t alignment = 1);
 
-struct BestFitResult {
-  OffsetsAssignment offsets;
-  std::string
-      variant;  // which (order, rule) won, e.g. "size_then_duration/best_fit"
+struct PlacementVariant {
+  PlacementOrder order;
+  GapRule rule;
+  const char* name;  // e.g. "size_then_duration/best_fit"
 };
 
-// Runs every (order, rule) variant and keeps the smallest total (first listed
-// wins ties). `alignment` must be positive.
+// The variants BestFitMulti tries, in tie-break order: best fit by size (the
+// TFLite order), size then lifetime and lifetime then size; first fit by size
+// then lifetime, lifetime then size, and area. First fit often wins on sets
+// with long-lived buffers.
+std::vector<PlacementVariant> BestFitVariants();
+
+struct BestFitResult {
+  OffsetsAssignment offsets;
+  std::string variant;  // the winning PlacementVariant's name
+};
+
+// Runs every variant of BestFitVariants() (in parallel on the available
+// cores) and keeps the smallest total; the first listed wins ties.
+// `alignment` must be positive.
 absl::StatusOr<BestFitResult> BestFitMulti(
     const std::vector<UsageRecord<>>& records, uint64_t alignment = 1);
 
