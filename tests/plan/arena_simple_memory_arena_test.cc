@@ -267,6 +267,12 @@ TEST(ArenaCallbacksTest, CommitUsesTheCallbacksAndReportsFailure) {
   EXPECT_EQ(frees, 1);
 }
 
+TEST(ArenaCallbacksTest, MissingCallbacksAreAnErrorNotACrash) {
+  SimpleMemoryArena arena({.callbacks = {}});
+  Must(arena.Allocate(64, 100, 0, 0, 0));
+  EXPECT_EQ(arena.Commit().status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ArenaCallbacksTest, ReservedAddressSpaceGivesAlignedPointersForHugePlans) {
   SimpleMemoryArena arena({.callbacks = ReservedAddressSpaceCallbacks()});
   ArenaAlloc a = Must(arena.Allocate(64, size_t{1} << 40, 0, 0, 0));  // 1 TiB

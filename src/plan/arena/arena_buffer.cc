@@ -73,6 +73,10 @@ ArenaBuffer::~ArenaBuffer() { Release(); }
 
 absl::StatusOr<bool> ArenaBuffer::Resize(size_t bytes) {
   if (bytes <= size_) return false;
+  if (!callbacks_.allocate || !callbacks_.reallocate || !callbacks_.free) {
+    return absl::InvalidArgumentError(
+        "the arena buffer callbacks must set allocate, reallocate and free");
+  }
   void* block = data_ == nullptr
                     ? callbacks_.allocate(bytes, alignment_)
                     : callbacks_.reallocate(data_, size_, bytes, alignment_);
@@ -99,7 +103,7 @@ absl::StatusOr<bool> ArenaBuffer::Resize(size_t bytes) {
 }
 
 void ArenaBuffer::Release() {
-  if (data_ == nullptr) return;
+  if (data_ == nullptr) return;  // (so `free` is set: Resize checked it)
   callbacks_.free(data_, size_);
   data_ = nullptr;
   size_ = 0;
