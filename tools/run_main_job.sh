@@ -1,5 +1,16 @@
 #!/usr/bin/env bash
-# `make run`: the main job on the bundled corpus. Argument: the build directory.
+# `make run`: the main job. Runs `tensormem bench` on the bundled corpus (data/:
+# traces in data/traces, buffer sets from MiniMalloc and idealloc, and any
+# model traces under data/models), prints one table and writes out/report.html
+# with a picture per workload. Argument: the build directory.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 build_dir=${1:-build/default}
-exec "$build_dir/tensormem" --help
+tensormem="$build_dir/tensormem"
+if [ ! -x "$tensormem" ]; then
+  echo "run_main_job: $tensormem is not built (run 'make build' first)" >&2
+  exit 1
+fi
+start=$(date +%s)
+"$tensormem" bench --corpus data --out out
+echo "make run: done in $(( $(date +%s) - start )) s; open out/report.html in a browser"
