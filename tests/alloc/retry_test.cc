@@ -105,6 +105,29 @@ TEST(AllocationRetrierTest, AFreeDuringTheFailedAttemptIsNotLost) {
   EXPECT_THAT(verbose_flags, ElementsAre(false, false));
 }
 
+TEST(AllocationRetrierTest, AnInfiniteDeadlineWaitsForTheFree) {
+  AllocationRetrier retrier;
+  UnitPool pool(0, &retrier);
+  std::atomic<int> attempts = 0;
+  std::vector<bool> verbose_flags;
+  std::thread consumer([&] {
+    void* token = retrier.AllocateWithRetry(
+        [&](bool verbose) {
+          verbose_flags.push_back(verbose);
+          void* taken = pool.TryTake();
+          attempts.fetch_add(1);  // after the take: the unit comes later
+          return taken;
+        },
+        absl::InfiniteDuration());
+    EXPECT_NE(token, nullptr);
+  });
+  while (attempts.load() == 0) std::this_thread::yield();
+  pool.Give();
+  consumer.join();
+  EXPECT_THAT(verbose_flags, ElementsAre(false, false));
+  EXPECT_EQ(retrier.retried_calls(), 1);
+}
+
 // Consumers that each need one unit while the test holds them all: with a
 // deadline they wait for the units to come back; with none they fail.
 int RunConsumers(absl::Duration deadline, int consumers, int capacity) {
