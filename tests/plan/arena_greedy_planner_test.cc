@@ -216,6 +216,51 @@ TEST(GreedyPlannerTest, TemporariesAddedAfterPlanningAreHonoured) {
   ExpectValidPlan(*planner);
 }
 
+TEST(GreedyPlannerTest, InPlaceChainsShareTheFirstOwnersBuffer) {
+  // [0]->[1]; [1]->[2]; [2]->[3]; [3]->[4], every op in place on input 0.
+  ArenaGraph graph =
+      FixtureGraph({0}, {{{0}, {1}}, {{1}, {2}}, {{2}, {3}}, {{3}, {4}}}, {4});
+  for (ArenaTensor& t : graph.tensors) t.bytes = 256;
+  auto planner = PlanAll(&graph, Greedy());
+  EXPECT_EQ(planner->Placement(2)->shares_with, 1);
+  EXPECT_EQ(planner->Placement(3)->shares_with, 1);  // not 2: chains collapse
+  EXPECT_EQ(graph.tensors[3].data, graph.tensors[1].data);
+  // The owner lives until its last alias is read (node 3).
+  EXPECT_EQ(planner->Placement(1)->last_node, 3);
+  EXPECT_NE(graph.tensors[4].data, graph.tensors[1].data);  // a graph output
+  ExpectValidPlan(*planner);
+}
+
+TEST(GreedyPlannerTest, SharingEndsWhenSizesDivergeAfterPlanning) {
+  ArenaGraph graph =
+      FixtureGraph({0}, {{{0}, {1}}, {{1}, {2}}, {{2}, {3}}}, {3});
+  graph.tensors[1].bytes = graph.tensors[2].bytes = 64;
+  auto planner = testing_arena::MakePlanner(&graph, Greedy());
+  ASSERT_TRUE(planner->PlanAllocations().ok());
+  graph.tensors[2].bytes = 128;  // e.g. an input was resized to broadcast
+  ASSERT_TRUE(planner->ExecuteAllocations(0, 2).ok());
+  EXPECT_NE(graph.tensors[2].data, graph.tensors[1].data);
+  EXPECT_EQ(planner->Placement(2)->shares_with, -1);
+  EXPECT_EQ(planner->Placement(2)->size, 128);
+  ExpectValidPlan(*planner);
+}
+
+TEST(GreedyPlannerTest, TypeChangesAfterPlanningAreHonoured) {
+  for (ArenaPlannerKind kind :
+       {ArenaPlannerKind::kGreedy, ArenaPlannerKind::kQueue}) {
+    ArenaGraph graph = SimpleGraph();
+    auto planner =
+        testing_arena::MakePlanner(&graph, testing_arena::TestOptions(kind));
+    ASSERT_TRUE(planner->PlanAllocations().ok());
+    graph.tensors[4].type = AllocationType::kDynamic;  // too large for arenas
+    ASSERT_TRUE(planner->ExecuteAllocations(0, 2).ok());
+    EXPECT_EQ(graph.tensors[4].data, nullptr);
+    EXPECT_FALSE(planner->Placement(4).has_value());
+    EXPECT_NE(graph.tensors[5].data, nullptr);
+    ExpectValidPlan(*planner);
+  }
+}
+
 TEST(ArenaPlannerMisuseTest, ClearErrorsInsteadOfUndefinedBehaviour) {
   ArenaGraph graph = SimpleGraph();
   auto planner = testing_arena::MakePlanner(&graph, Greedy());
