@@ -8,7 +8,6 @@
 #include <random>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "alloc/reference_free_index.h"
 #include "benchmark/benchmark.h"
 #include "tensormem/alloc/bfc_allocator.h"
@@ -252,14 +251,4 @@ BENCHMARK_TEMPLATE(BM_RandomizedFragmented, kReference)->Arg(1000)->Arg(10000);
 }  // namespace
 }  // namespace tensormem
 
-// Debian's Abseil is built with Mutex deadlock detection on, which records
-// every lock in a global graph; a production build has it off. Measure the
-// allocator, not the checker.
-int main(int argc, char** argv) {
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+BENCHMARK_MAIN();

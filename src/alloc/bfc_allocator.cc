@@ -55,7 +55,7 @@ void* BfcAllocator::AllocateRaw(size_t alignment, size_t bytes,
                                 const AllocationAttributes& attributes) {
   if (bytes == 0) return nullptr;
   if (!IsPowerOfTwo(alignment)) {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard lock(mutex_);
     core_->RecordRejectedRequest(bytes, alignment,
                                  "alignment is not a power of two");
     return nullptr;
@@ -88,7 +88,7 @@ void* BfcAllocator::AttemptAllocation(size_t alignment, size_t bytes,
   // runtime.
   const uint64_t freed_before =
       attributes.freed_by_func != nullptr ? (*attributes.freed_by_func)() : 0;
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   void* ptr = core_->Allocate(bytes, alignment, freed_before);
   if (ptr == nullptr && log_failure)
     LogFailure(options_.name, core_->last_failure_report());
@@ -98,7 +98,7 @@ void* BfcAllocator::AttemptAllocation(size_t alignment, size_t bytes,
 absl::Status BfcAllocator::DoDeallocate(void* ptr) {
   absl::Status status;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard lock(mutex_);
     status = core_->Free(ptr);
   }
   if (status.ok()) retrier_.NotifyDealloc();
@@ -106,76 +106,76 @@ absl::Status BfcAllocator::DoDeallocate(void* ptr) {
 }
 
 std::optional<AllocatorStats> BfcAllocator::GetStats() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   return core_->Stats();
 }
 
 bool BfcAllocator::ClearStats() {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   core_->ClearStats();
   return true;
 }
 
 double BfcAllocator::Fragmentation() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   return core_->Fragmentation();
 }
 
 std::optional<size_t> BfcAllocator::RequestedSize(const void* ptr) const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   const internal::BfcChunk* chunk = core_->FindLiveChunk(ptr);
   if (chunk == nullptr) return std::nullopt;
   return chunk->requested_size;
 }
 
 std::optional<size_t> BfcAllocator::AllocatedSize(const void* ptr) const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   const internal::BfcChunk* chunk = core_->FindLiveChunk(ptr);
   if (chunk == nullptr) return std::nullopt;
   return chunk->size;
 }
 
 std::optional<int64_t> BfcAllocator::AllocationId(const void* ptr) const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   const internal::BfcChunk* chunk = core_->FindLiveChunk(ptr);
   if (chunk == nullptr) return std::nullopt;
   return chunk->allocation_id;
 }
 
 MemoryDump BfcAllocator::RecordMemoryDump() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   return core_->Dump(options_.name);
 }
 
 std::string BfcAllocator::RenderOccupancy() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   return core_->RenderOccupancy();
 }
 
 std::string BfcAllocator::LastFailureReport() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   return core_->last_failure_report();
 }
 
 absl::Status BfcAllocator::CheckInvariants() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   return core_->CheckInvariants();
 }
 
 bool BfcAllocator::ReleaseFreeRegions() {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   return core_->ReleaseFreeRegions();
 }
 
 void BfcAllocator::SetTimingCounter(SharedCounter* counter) {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   core_->SetTimingCounter(counter);
 }
 
 void BfcAllocator::SetSafeFrontier(uint64_t frontier) {
   bool raised;
   {
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard lock(mutex_);
     raised = core_->SetSafeFrontier(frontier);
   }
   // Chunks that just became safe may satisfy a waiting request.
@@ -183,7 +183,7 @@ void BfcAllocator::SetSafeFrontier(uint64_t frontier) {
 }
 
 std::string BfcAllocator::FreeIndexName() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard lock(mutex_);
   return core_->index().Name();
 }
 

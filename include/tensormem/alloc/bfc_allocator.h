@@ -27,12 +27,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "tensormem/alloc/allocator.h"
 #include "tensormem/alloc/bfc_free_index.h"
@@ -144,8 +143,11 @@ class BfcAllocator final : public Allocator {
   const Options options_;
   const size_t memory_limit_;
   const std::unique_ptr<SubAllocator> upstream_;
-  mutable absl::Mutex mutex_;
-  const std::unique_ptr<internal::BfcCore> core_ ABSL_PT_GUARDED_BY(mutex_);
+  // A pthread mutex rather than absl::Mutex: ThreadSanitizer sees its
+  // synchronisation (the system Abseil is not instrumented), and it is cheaper
+  // than an Abseil build that keeps its deadlock detector on.
+  mutable std::mutex mutex_;
+  const std::unique_ptr<internal::BfcCore> core_;  // guarded by mutex_
   AllocationRetrier retrier_;
 };
 
