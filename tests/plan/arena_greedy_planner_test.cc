@@ -292,6 +292,24 @@ TEST(ArenaPlannerMisuseTest, ClearErrorsInsteadOfUndefinedBehaviour) {
               HasSubstr("nodes[1].inputs[2] = 17: no such tensor"));
 }
 
+TEST(ArenaPlannerMisuseTest, TensorsAppendedBetweenCallsAreSafeEverywhere) {
+  for (ArenaPlannerKind kind :
+       {ArenaPlannerKind::kGreedy, ArenaPlannerKind::kQueue}) {
+    ArenaGraph graph = SimpleGraph();
+    auto planner = PlanAll(&graph, testing_arena::TestOptions(kind));
+    graph.tensors.push_back({.bytes = 40});
+    EXPECT_FALSE(planner->Placement(6).has_value());
+    ASSERT_TRUE(planner->ResetAllocationsAfter(0).ok());
+    ASSERT_TRUE(planner->ReleaseNonPersistentMemory().ok());
+    ASSERT_TRUE(planner->AcquireNonPersistentMemory().ok());
+    ASSERT_TRUE(planner->ResetAllocations().ok());
+    graph.tensors.push_back({.bytes = 40});
+    ASSERT_TRUE(planner->AcquireNonPersistentMemory().ok());
+    ASSERT_TRUE(planner->ExecuteAllocations(0, 2).ok());
+    ExpectValidPlan(*planner);
+  }
+}
+
 TEST(ArenaPlannerMisuseTest, OptionsAreChecked) {
   ArenaGraph graph = SimpleGraph();
   ArenaPlannerOptions options = Greedy();

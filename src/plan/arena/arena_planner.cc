@@ -58,11 +58,21 @@ ArenaPlanner::ArenaPlanner(ArenaGraph* graph, ArenaPlannerOptions options)
                          .arena_alignment = options_.arena_alignment,
                          .callbacks = options_.callbacks}) {}
 
+void ArenaPlanner::GrowPerTensorState() {
+  const size_t n = graph_->tensors.size();
+  allocs_.resize(n);
+  alloc_node_.resize(n, kNodeNotAssigned);
+  dealloc_node_.resize(n, kNodeNotAssigned);
+  shared_root_.resize(n, -1);
+  shared_placed_.resize(n, false);
+}
+
 absl::Status ArenaPlanner::ResetAllocations() {
   arena_.ClearPlan();
   persistent_arena_.ClearPlan();
-  allocs_.assign(graph_->tensors.size(), ArenaAlloc{});
-  shared_placed_.assign(graph_->tensors.size(), false);
+  allocs_.clear();
+  shared_placed_.clear();
+  GrowPerTensorState();
   last_active_node_ = kNodeNotAssigned;
   executed_through_ = -1;
   return absl::OkStatus();
@@ -115,12 +125,7 @@ absl::Status ArenaPlanner::ExecuteAllocations(int first_node, int last_node) {
         "node range [%d, %d] is outside the graph's nodes [0, %d]", first_node,
         last_node, node_limit - 1));
   }
-  const size_t n = graph_->tensors.size();
-  allocs_.resize(n);
-  alloc_node_.resize(n, kNodeNotAssigned);
-  dealloc_node_.resize(n, kNodeNotAssigned);
-  shared_root_.resize(n, -1);
-  shared_placed_.resize(n, false);
+  GrowPerTensorState();
   return options_.planner == ArenaPlannerKind::kQueue
              ? ExecuteQueue(first_node, last_node)
              : ExecuteGreedy(first_node, last_node);

@@ -133,6 +133,8 @@ class ArenaPlanner {
 
   int NumNodes() const { return static_cast<int>(graph_->nodes.size()); }
   absl::Status CheckGraphUnchanged() const;
+  // Sizes the per-tensor vectors to the graph's (tensors may be appended).
+  void GrowPerTensorState();
   absl::Status Commit(bool* moved);
   absl::Status ResolveTensor(int tensor);
   int SharedRoot(int tensor) const;
