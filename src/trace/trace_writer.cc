@@ -149,8 +149,9 @@ void ForEachEvent(const Trace& trace, Emit emit) {
         trace.extra_keys[next_extra].first == i) {
       extra = trace.extra_keys[next_extra].second;
     }
-    const std::string_view tag =
-        event.tag < trace.tags.size() ? trace.tags[event.tag] : "";
+    const std::string_view tag = event.tag < trace.tags.size()
+                                     ? std::string_view(trace.tags[event.tag])
+                                     : std::string_view();
     emit(event, tag, extra);
   }
 }
