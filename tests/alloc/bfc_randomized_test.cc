@@ -174,6 +174,71 @@ TEST_P(BfcRandomizedTest, FastIndexMatchesReferenceStepForStep) {
             reference_stats.largest_free_block_bytes);
 }
 
+TEST(BfcDifferentialTest, TimestampFiltersMatchTheReference) {
+  // Timestamped frees, callers ordered before some of them, and moving
+  // frontiers exercise the filtered search; both indexes must agree.
+  BfcAllocator::Options options = QuietOptions(true);
+  options.garbage_collection = true;
+  const uint64_t limit = 256 * kMiB;
+  auto make = [&](std::unique_ptr<BfcFreeIndex> index) {
+    return std::make_unique<BfcAllocator>(
+        std::make_unique<SimulatedSubAllocator>(2 * limit), limit, options,
+        std::move(index));
+  };
+  auto fast = make(MakeFastFreeIndex());
+  auto reference = make(std::make_unique<ReferenceFreeIndex>());
+  SharedCounter fast_counter, reference_counter;
+  fast->SetTimingCounter(&fast_counter);
+  reference->SetTimingCounter(&reference_counter);
+  const uint64_t fast_base =
+      reinterpret_cast<uint64_t>(fast->upstream().BaseAddress());
+  const uint64_t reference_base =
+      reinterpret_cast<uint64_t>(reference->upstream().BaseAddress());
+  std::mt19937_64 rng(9);
+  uint64_t freed_before = 0;
+  const std::function<uint64_t()> freed_by = [&] { return freed_before; };
+  AllocationAttributes ordered;
+  ordered.freed_by_func = &freed_by;
+  std::vector<std::pair<void*, void*>> live;
+  int filtered_allocations = 0;
+  for (int step = 0; step < 10000; ++step) {
+    const int action = rng() % 100;
+    if (live.empty() || action < 50) {
+      const size_t bytes = RandomSize(rng, 16 * kMiB);
+      const size_t alignment = rng() % 8 == 0 ? size_t{1} << (rng() % 13) : 1;
+      const bool use_order = rng() % 2;
+      freed_before = fast_counter.get() -
+                     std::min<uint64_t>(fast_counter.get(), rng() % 50);
+      filtered_allocations += use_order && freed_before > 0;
+      const AllocationAttributes plain;
+      const AllocationAttributes& attributes = use_order ? ordered : plain;
+      void* a = fast->AllocateRaw(alignment, bytes, attributes);
+      void* b = reference->AllocateRaw(alignment, bytes, attributes);
+      ASSERT_EQ(a == nullptr, b == nullptr) << "step " << step;
+      if (a == nullptr) continue;
+      ASSERT_EQ(reinterpret_cast<uint64_t>(a) - fast_base,
+                reinterpret_cast<uint64_t>(b) - reference_base)
+          << "step " << step;
+      live.push_back({a, b});
+    } else if (action < 95) {
+      const size_t victim = rng() % live.size();
+      fast->Deallocate(live[victim].first);
+      reference->Deallocate(live[victim].second);
+      live[victim] = live.back();
+      live.pop_back();
+    } else {
+      const uint64_t frontier =
+          fast_counter.get() -
+          std::min<uint64_t>(fast_counter.get(), rng() % 20);
+      fast->SetSafeFrontier(frontier);
+      reference->SetSafeFrontier(frontier);
+    }
+  }
+  EXPECT_GT(filtered_allocations, 1000);
+  ASSERT_TRUE(InvariantsHold(*fast));
+  ASSERT_TRUE(InvariantsHold(*reference));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllConfigs, BfcRandomizedTest,
                          ::testing::Values(Config{false, false},
                                            Config{false, true},
