@@ -68,7 +68,8 @@ void* BfcAllocator::AllocateRaw(size_t alignment, size_t bytes,
                              options_.log_failures);
   }
   if (!options_.allow_retry_on_failure || !attributes.retry_on_failure) {
-    // A caller that opted out of retrying has a fallback: stay quiet.
+    // One attempt. A caller that opted out of retrying has a fallback, so its
+    // failure is not worth a warning.
     return AttemptAllocation(
         alignment, bytes, attributes,
         options_.log_failures && attributes.retry_on_failure);
