@@ -18,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "tensormem/core/units.h"
 #include "tensormem/plan/strategy_registry.h"
+#include "tensormem/plan/usage_record.h"
 #include "tensormem/report/html_page.h"
 #include "tensormem/report/plan_html.h"
 #include "tensormem/report/replay_html.h"
@@ -28,12 +29,18 @@ namespace {
 namespace fs = std::filesystem;
 constexpr std::string_view kCommand = "bench";
 constexpr double kPlanSecondsLimit = 2;
+// Strategies whose own estimate exceeds this are skipped, and strategies
+// without an estimate only run on sets up to max_unestimated_buffers, so the
+// whole corpus stays a couple of minutes.
+constexpr double kStrategyEstimateLimit = 5;
 
 struct BenchFlags {
   std::string corpus = "data";
   std::string out = "out";
   bool json = false;
   bool min_limit = true;
+  std::vector<std::string> strategies = {"greedy_by_size", "best_fit_multi"};
+  size_t max_unestimated_buffers = 10000;
 };
 
 struct Workload {
@@ -53,6 +60,7 @@ struct BenchRow {
   std::optional<int64_t> bfc_failed_allocs;
   std::optional<double> best_plan_ratio;
   std::string best_plan_strategy;
+  std::vector<std::string> skipped_strategies;
 };
 
 std::vector<Workload> FindWorkloads(const std::string& corpus) {
@@ -84,6 +92,14 @@ std::string PageName(const Workload& workload) {
   return absl::StrReplaceAll(workload.name, {{"/", "_"}}) + ".html";
 }
 
+BenchRow NewRow(const Workload& workload, std::string kind) {
+  BenchRow row;
+  row.workload = workload.name;
+  row.kind = std::move(kind);
+  row.page = PageName(workload);
+  return row;
+}
+
 template <typename T>
 T Check(absl::StatusOr<T> value, const std::string& context) {
   if (!value.ok())
@@ -91,22 +107,14 @@ T Check(absl::StatusOr<T> value, const std::string& context) {
   return *std::move(value);
 }
 
-double NsPerOp(const PreparedTrace& trace, const ReplayAllocatorConfig& config,
-               const std::string& context) {
-  ReplayTarget target = Check(CreateReplayTarget(config), context);
-  ReplayMetrics timing;
-  TimeReplay(trace, target, timing);
-  return timing.ns_per_op;
-}
-
 BenchRow BenchTrace(const Workload& workload, const BenchFlags& flags) {
   const PreparedTrace trace = LoadTrace(kCommand, workload.path);
   ReplayAllocatorConfig bfc;  // TensorFlow's defaults with allow_growth
   ReplayAllocatorConfig system;
   system.allocator = "system";
-  BenchRow row{workload.name, "trace", PageName(workload)};
-  row.bfc_ns_per_op = NsPerOp(trace, bfc, workload.path);
-  row.system_ns_per_op = NsPerOp(trace, system, workload.path);
+  BenchRow row = NewRow(workload, "trace");
+  row.bfc_ns_per_op = MeasureSpeed(kCommand, trace, bfc).ns_per_op;
+  row.system_ns_per_op = MeasureSpeed(kCommand, trace, system).ns_per_op;
   ReplayTarget target = Check(CreateReplayTarget(bfc), workload.path);
   const ReplayResult result =
       Check(Replay(trace, target,
@@ -129,6 +137,19 @@ BenchRow BenchTrace(const Workload& workload, const BenchFlags& flags) {
   return row;
 }
 
+std::vector<const StrategyInfo*> ChosenStrategies(const BenchFlags& flags) {
+  std::vector<const StrategyInfo*> chosen;
+  for (const StrategyInfo* strategy : ListStrategies(PlanMode::kOffsets)) {
+    const bool listed =
+        std::find(flags.strategies.begin(), flags.strategies.end(),
+                  strategy->name) != flags.strategies.end();
+    const bool all =
+        flags.strategies.size() == 1 && flags.strategies[0] == "all";
+    if (listed || (all && strategy->in_all)) chosen.push_back(strategy);
+  }
+  return chosen;
+}
+
 std::optional<BenchRow> BenchBufferSet(const Workload& workload,
                                        const BenchFlags& flags) {
   absl::StatusOr<BufferSet> set = ReadBufferSetCsv(workload.path);
@@ -138,16 +159,30 @@ std::optional<BenchRow> BenchBufferSet(const Workload& workload,
                  std::string(set.status().message()).c_str());
     return std::nullopt;
   }
-  BenchRow row{workload.name, "buffer set", PageName(workload)};
+  BenchRow row = NewRow(workload, "buffer set");
   row.peak_live = PeakLiveBytes(*set);
+  absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(*set);
+  if (!records.ok())
+    Fail(kCommand, 1,
+         workload.path + ": " + std::string(records.status().message()));
+  const ProblemSize size = MeasureProblem(*records, PlanMode::kOffsets);
   std::optional<PlanResult> best;
-  for (const StrategyInfo* strategy : ListStrategies(PlanMode::kOffsets)) {
-    if (!strategy->in_all) continue;
+  for (const StrategyInfo* strategy : ChosenStrategies(flags)) {
+    const bool too_slow =
+        strategy->estimate_seconds
+            ? EstimateSeconds(*strategy, size) > kStrategyEstimateLimit
+            : set->buffers.size() > flags.max_unestimated_buffers;
+    if (too_slow) {
+      row.skipped_strategies.push_back(strategy->name);
+      continue;
+    }
     absl::StatusOr<PlanResult> plan =
         RunStrategy(strategy->name, *set, PlanMode::kOffsets,
                     {.time_limit_seconds = kPlanSecondsLimit});
-    if (!plan.ok())
-      continue;  // refused as too slow for this size, or not applicable
+    if (!plan.ok()) {
+      row.skipped_strategies.push_back(strategy->name);
+      continue;
+    }
     if (!best || plan->total_size < best->total_size) best = *std::move(plan);
   }
   if (!best) return row;
@@ -205,7 +240,8 @@ nlohmann::json RowJson(const BenchRow& row) {
           {"bfc_ns_per_op", optional(row.bfc_ns_per_op)},
           {"system_ns_per_op", optional(row.system_ns_per_op)},
           {"best_plan_ratio", optional(row.best_plan_ratio)},
-          {"best_plan_strategy", row.best_plan_strategy}};
+          {"best_plan_strategy", row.best_plan_strategy},
+          {"skipped_strategies", row.skipped_strategies}};
 }
 
 void PrintTable(const std::vector<BenchRow>& rows) {
@@ -301,8 +337,25 @@ void AddBenchCommand(CLI::App& app) {
                       "directory for report.html and pictures (default: out)");
   command->add_flag("--min-limit,!--no-min-limit", flags->min_limit,
                     "find each trace's minimum no-growth limit (default: on)");
+  command
+      ->add_option("--strategies", flags->strategies,
+                   "offset planners for buffer sets (default: greedy_by_size "
+                   "best_fit_multi; "
+                   "'all': every strategy `plan --strategy all` runs)")
+      ->delimiter(',');
+  command->add_option(
+      "--max-unestimated-buffers", flags->max_unestimated_buffers,
+      "largest set a strategy without a time estimate runs on (default 10000)");
   command->add_flag("--json", flags->json, "print one JSON object");
-  command->callback([flags] { Run(*flags); });
+  command->callback([flags] {
+    for (const std::string& name : flags->strategies) {
+      if (name != "all" && FindStrategy(name) == nullptr) {
+        Fail(kCommand, 2,
+             "unknown strategy '" + name + "' (see tensormem plan --help)");
+      }
+    }
+    Run(*flags);
+  });
 }
 
 }  // namespace tensormem::cli

@@ -69,14 +69,14 @@ void Run(const ReplayFlags& flags) {
   if (!config.ok()) Fail(kCommand, 2, std::string(config.status().message()));
   const PreparedTrace trace = LoadTrace(kCommand, flags.trace);
 
-  absl::StatusOr<ReplayTarget> timed = CreateReplayTarget(*config);
-  if (!timed.ok()) Fail(kCommand, 1, std::string(timed.status().message()));
-  ReplayMetrics timing;
-  TimeReplay(trace, *timed, timing);
-  timed->allocator.reset();
+  const ReplayMetrics timing = MeasureSpeed(kCommand, trace, *config);
 
   absl::StatusOr<ReplayTarget> target = CreateReplayTarget(*config);
   if (!target.ok()) Fail(kCommand, 1, std::string(target.status().message()));
+  if (flags.dump && !target->dump) {
+    Fail(kCommand, 2,
+         "--dump: allocator '" + config->allocator + "' keeps no memory map");
+  }
   absl::StatusOr<ReplayResult> result =
       Replay(trace, *target,
              {.record_offsets = flags.offsets, .max_failure_reports = 0});
@@ -124,9 +124,6 @@ void Run(const ReplayFlags& flags) {
     }
   }
   if (flags.dump) {
-    if (!target->dump)
-      Fail(kCommand, 1,
-           "--dump: allocator '" + metrics.allocator + "' keeps no memory map");
     std::printf("\n%s", target->dump().ToText().c_str());
   }
 }

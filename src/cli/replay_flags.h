@@ -38,6 +38,12 @@ absl::StatusOr<ReplayAllocatorConfig> ToReplayConfig(
 // Reads and prepares a trace; errors end the command with exit code 1.
 PreparedTrace LoadTrace(std::string_view command, const std::string& path);
 
+// Times the allocator calls alone (TimeReplay) on fresh allocators, repeated
+// until 50 ms were measured or 10 runs, so short traces are not just noise;
+// keeps the fastest run. Errors end the command with exit code 1.
+ReplayMetrics MeasureSpeed(std::string_view command, const PreparedTrace& trace,
+                           const ReplayAllocatorConfig& config);
+
 // The smallest no-growth limit for `config`'s allocator (design.md §4).
 absl::StatusOr<MinimumLimit> MinimumLimitFor(
     const PreparedTrace& trace, const ReplayAllocatorConfig& config);

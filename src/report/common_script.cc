@@ -47,6 +47,15 @@ tm.ticks = function (lo, hi, count) {
   for (var v = Math.ceil(lo / step) * step; v <= hi + 1e-9 * span; v += step) out.push(v);
   return out;
 };
+// Ticks on a byte axis: steps are powers of two, so labels read 512.00MiB, 1.00GiB.
+tm.byteTicks = function (lo, hi, count) {
+  var span = hi - lo;
+  if (!(span > 0)) return [lo];
+  var step = Math.pow(2, Math.ceil(Math.log2(span / count)));
+  var out = [];
+  for (var v = Math.ceil(lo / step) * step; v <= hi; v += step) out.push(v);
+  return out;
+};
 tm.clear = function (node) { while (node.firstChild) node.removeChild(node.firstChild); };
 tm.svgPoint = function (svg, event) {
   var pt = svg.createSVGPoint();

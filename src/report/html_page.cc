@@ -163,7 +163,7 @@ void HtmlPage::AddPlacementChart(const BufferSet& placed,
       "<button class=\"tm-reset\">reset zoom</button><span "
       "class=\"tm-info\"></span></div>\n",
       "<div class=\"tm-legend\">colour: buffer size (blue small, red large); "
-      "grey-blue cells: ",
+      "grey cells: ",
       "buffers too small to draw at this zoom, darker = more covered. Drag to "
       "zoom, wheel zooms ",
       "time.</div>\n<div class=\"tm-chart-box\"><svg class=\"tm-placement\" ",
@@ -217,6 +217,7 @@ std::string HtmlPage::Render() const {
         "document.querySelectorAll('.tm-placement-chart').forEach(function "
         "(root) {"
         " if (tm.placementChart) tm.placementChart(root); });\n"
+        "document.body.dataset.loadMs = Math.round(performance.now());\n"
         "document.body.dataset.ready = 'true';\n</script>\n";
   }
   page += "</body>\n</html>\n";

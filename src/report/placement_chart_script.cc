@@ -49,7 +49,7 @@ tm.placementChart = function (root) {
       tm.el('text', {x: x, y: H + 14, 'text-anchor': 'middle', class: 'tm-axis'}, axes)
           .textContent = String(Math.round(t * 100) / 100);
     });
-    tm.ticks(view.a0, view.a1, 8).forEach(function (a) {
+    tm.byteTicks(view.a0, view.a1, 8).forEach(function (a) {
       var y = H - (a - view.a0) * sy;
       tm.el('line', {x1: 0, x2: W, y1: y, y2: y, class: 'tm-grid'}, axes);
       tm.el('text', {x: -4, y: y + 4, 'text-anchor': 'end', class: 'tm-axis'}, axes)
@@ -122,7 +122,7 @@ tm.placementChart = function (root) {
     }
     paths.forEach(function (parts, level) {
       if (parts.length === 0) return;
-      tm.el('path', {d: parts.join(''), fill: '#3b5b7a', 'fill-opacity': (level + 1) / kLevels,
+      tm.el('path', {d: parts.join(''), fill: '#555', 'fill-opacity': (level + 1) / kLevels,
                      class: 'tm-aggregate'}, plot);
     });
     rects.forEach(function (i) {

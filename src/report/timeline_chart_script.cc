@@ -23,7 +23,7 @@ tm.timelineChart = function (root) {
     tm.el('text', {x: x, y: H + 14, 'text-anchor': 'middle', class: 'tm-axis'}, g).textContent =
         String(t);
   });
-  tm.ticks(0, yMax, 6).forEach(function (v) {
+  tm.byteTicks(0, yMax, 6).forEach(function (v) {
     var y = H - v * sy;
     tm.el('line', {x1: 0, x2: W, y1: y, y2: y, class: 'tm-grid'}, g);
     tm.el('text', {x: -4, y: y + 4, 'text-anchor': 'end', class: 'tm-axis'}, g).textContent =

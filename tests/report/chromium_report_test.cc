@@ -1,0 +1,126 @@
+// Renders generated reports in headless Chromium and checks the DOM the page
+// scripts built. Skips (with the reason) only when Chromium is not installed.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tensormem/report/plan_html.h"
+#include "tensormem/report/replay_html.h"
+#include "tensormem/trace/replay_allocator.h"
+
+namespace tensormem {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string FindChromium() {
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+    const std::string probe =
+        std::string("command -v ") + name + " >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) return name;
+  }
+  return "";
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The DOM after the page's scripts ran, or "" when Chromium failed.
+std::string DumpDom(const std::string& chromium, const std::string& html,
+                    const std::string& name) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "profile");
+  const std::string page = (dir / "page.html").string();
+  EXPECT_TRUE(WriteHtmlFile(page, html).ok());
+  const std::string dom = (dir / "dom.html").string();
+  const std::string command =
+      "timeout 120 " + chromium +
+      " --headless --no-sandbox --disable-gpu --disable-background-networking "
+      "--no-first-run"
+      " --disable-component-update --disable-sync --user-data-dir=" +
+      (dir / "profile").string() + " --dump-dom file://" + page + " >" + dom +
+      " 2>" + (dir / "stderr").string();
+  const int status = std::system(command.c_str());
+  EXPECT_EQ(status, 0) << ReadAll((dir / "stderr").string());
+  return ReadAll(dom);
+}
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+TEST(ChromiumReportTest, ReplayReportRendersTimelinePlacementAndFailure) {
+  const std::string chromium = FindChromium();
+  if (chromium.empty())
+    GTEST_SKIP() << "chromium is not installed (Debian package `chromium`)";
+  Trace trace;
+  trace.events = {TraceEvent::Alloc(1, 1000), TraceEvent::Alloc(2, 1000),
+                  TraceEvent::Free(1),        TraceEvent::Alloc(3, 500),
+                  TraceEvent::Alloc(4, 4096), TraceEvent::Free(2)};
+  absl::StatusOr<PreparedTrace> prepared = PreparedTrace::Prepare(trace);
+  ASSERT_TRUE(prepared.ok());
+  ReplayAllocatorConfig config;
+  config.growth = false;
+  config.memory_limit = 4096;  // id 4 cannot fit next to ids 2 and 3
+  absl::StatusOr<ReplayTarget> target = CreateReplayTarget(config);
+  ASSERT_TRUE(target.ok()) << target.status();
+  absl::StatusOr<ReplayResult> result =
+      Replay(*prepared, *target,
+             {.record_placement = true, .max_timeline_samples = 100});
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->metrics.failed_allocs, 1);
+
+  const std::string dom =
+      DumpDom(chromium, RenderReplayHtml(*result, "small replay", "bfc(test)"),
+              "replay");
+  EXPECT_THAT(dom, HasSubstr("data-ready=\"true\""));
+  EXPECT_EQ(Count(dom, "class=\"tm-series\""), 3u);  // live, in use, pool
+  EXPECT_THAT(dom, HasSubstr("peak live 1.95KiB at event 1"));
+  EXPECT_EQ(Count(dom, "class=\"tm-block\""), 3u);  // ids 1, 2, 3
+  EXPECT_THAT(dom, HasSubstr("data-drawn=\"3\""));
+  EXPECT_THAT(dom, HasSubstr("Failed allocation at event 4: id 4, 4.00KiB"));
+  EXPECT_THAT(dom, HasSubstr("tm-free-chunks"));
+}
+
+TEST(ChromiumReportTest, LargePlanIsAggregated) {
+  const std::string chromium = FindChromium();
+  if (chromium.empty())
+    GTEST_SKIP() << "chromium is not installed (Debian package `chromium`)";
+  BufferSet set;
+  // 20000 small buffers under one big one: most are far below a pixel.
+  set.buffers.push_back(
+      {.id = 0, .lower = 0, .upper = 20000, .size = 1 << 20, .offset = 0});
+  for (int i = 1; i <= 20000; ++i) {
+    set.buffers.push_back({.id = static_cast<uint64_t>(i),
+                           .lower = i - 1,
+                           .upper = i,
+                           .size = 64,
+                           .offset = (1 << 20) + 64 * (i % 7)});
+  }
+  const std::string dom =
+      DumpDom(chromium, RenderPlanHtml(set, "aggregated"), "plan");
+  EXPECT_THAT(dom, HasSubstr("data-ready=\"true\""));
+  EXPECT_THAT(dom, HasSubstr("data-visible=\"20001\""));
+  EXPECT_THAT(dom, HasSubstr("data-drawn=\"1\""));
+  EXPECT_THAT(dom, HasSubstr("data-aggregated=\"20000\""));
+  EXPECT_THAT(dom, HasSubstr("class=\"tm-aggregate\""));
+  EXPECT_THAT(dom, HasSubstr("20001 of 20001 buffers in view"));
+}
+
+}  // namespace
+}  // namespace tensormem
