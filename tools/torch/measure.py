@@ -111,14 +111,15 @@ def main(argv=None):
                 print(f"measure: {error}", file=sys.stderr)
                 return 1
             rows.append(row)
-            if not args.json:
-                mib = 2.0**20
-                print(f"{model:24} {workload:9} default {row['default_seconds'] * 1e3:9.1f} ms"
-                      f"  tensormem {row['tensormem_seconds'] * 1e3:9.1f} ms"
-                      f"  ratio {row['speed_ratio']:5.2f}x"
-                      f"  RSS {row['default_peak_rss_bytes'] / mib:7.0f} / "
-                      f"{row['tensormem_peak_rss_bytes'] / mib:7.0f} MiB"
-                      f"  pool/live {row['pool_over_live']:5.2f}", flush=True)
+            mib = 2.0**20
+            # With --json the table still goes to stderr, as progress.
+            print(f"{model:24} {workload:9} default {row['default_seconds'] * 1e3:9.1f} ms"
+                  f"  tensormem {row['tensormem_seconds'] * 1e3:9.1f} ms"
+                  f"  ratio {row['speed_ratio']:5.2f}x"
+                  f"  RSS {row['default_peak_rss_bytes'] / mib:7.0f} / "
+                  f"{row['tensormem_peak_rss_bytes'] / mib:7.0f} MiB"
+                  f"  pool/live {row['pool_over_live']:5.2f}",
+                  file=sys.stderr if args.json else sys.stdout, flush=True)
     if args.json:
         print(json.dumps({"threads": args.threads, "steps": args.steps,
                           "warmup": args.warmup, "rounds": args.rounds, "results": rows}))
