@@ -8,18 +8,19 @@ namespace tensormem {
 namespace {
 
 // Cost constants measured with bench/plan_benchmark.cc (see docs/planners.md):
-// seconds per unit of the dominant term of each algorithm.
-constexpr double kSecondsPerBreadthStep = 1.5e-9;  // per (tensor, object) probe
-constexpr double kSecondsPerProfileEntry =
-    6e-8;  // build and sort segment profiles
-constexpr double kSecondsPerPriorityScan =
-    2.5e-9;  // greedy_by_size: per (step, tensor)
-constexpr double kSecondsPerOffsetScan =
-    1.5e-9;  // TFLite offsets: per (tensor, placed)
-constexpr double kSecondsPerFlowRelax =
-    2e-9;  // min_cost_flow: per (path, edge)
-constexpr double kBytesPerFlowEdge =
-    2 * 24 + 2 * 8;  // edge, twin and their adjacency slots
+// CPU seconds per unit of the dominant term of each algorithm.
+// greedy_by_breadth: per (tensor, object) probe, and per segment-profile entry.
+constexpr double kSecondsPerBreadthStep = 4e-9;
+constexpr double kSecondsPerProfileEntry = 1.5e-7;
+// greedy_by_size objects: per (step, tensor) of its n^2 priority scans.
+constexpr double kSecondsPerPriorityScan = 4.5e-9;
+// TFLite offsets: per (tensor, placed tensor) scanned.
+constexpr double kSecondsPerOffsetScan = 1.5e-9;
+// min_cost_flow: per (shortest path, edge); the level-synchronous search
+// relaxes each edge about 15 times per path on DNN-like sets.
+constexpr double kSecondsPerFlowRelax = 3.5e-8;
+// min_cost_flow memory: an edge, its twin and their adjacency slots.
+constexpr double kBytesPerFlowEdge = 2 * 24 + 2 * 8;
 
 double Square(double x) { return x * x; }
 
