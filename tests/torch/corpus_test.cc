@@ -1,9 +1,7 @@
 // The real-model corpus under data/models: every trace parses and replays with
 // no failure, every exported buffer set can be placed and passes the checker.
-// Runs without PyTorch. A trace freshly recorded by the plug-in is checked the
-// same way when TENSORMEM_RECORDED_TRACE names it (set by ctest's fixture).
+// Runs without PyTorch.
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
