@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "cli/bench_table.h"
 #include "cli/commands.h"
 #include "cli/replay_flags.h"
 #include "nlohmann/json.hpp"
@@ -47,20 +48,6 @@ struct Workload {
   std::string name;  // path under the corpus, without extension
   std::string path;
   bool is_trace = false;
-};
-
-struct BenchRow {
-  std::string workload;
-  std::string kind;
-  std::string page;  // relative to the out directory
-  uint64_t peak_live = 0;
-  std::optional<uint64_t> bfc_peak_pool;
-  std::optional<double> bfc_fragmentation, min_limit_ratio, bfc_ns_per_op,
-      system_ns_per_op;
-  std::optional<int64_t> bfc_failed_allocs;
-  std::optional<double> best_plan_ratio;
-  std::string best_plan_strategy;
-  std::vector<std::string> skipped_strategies;
 };
 
 std::vector<Workload> FindWorkloads(const std::string& corpus) {
@@ -176,9 +163,10 @@ std::optional<BenchRow> BenchBufferSet(const Workload& workload,
       row.skipped_strategies.push_back(strategy->name);
       continue;
     }
+    PlanOptions options;
+    options.time_limit_seconds = kPlanSecondsLimit;
     absl::StatusOr<PlanResult> plan =
-        RunStrategy(strategy->name, *set, PlanMode::kOffsets,
-                    {.time_limit_seconds = kPlanSecondsLimit});
+        RunStrategy(strategy->name, *set, PlanMode::kOffsets, options);
     if (!plan.ok()) {
       row.skipped_strategies.push_back(strategy->name);
       continue;
@@ -196,69 +184,6 @@ std::optional<BenchRow> BenchBufferSet(const Workload& workload,
       RenderPlanHtml(placed, workload.name + ", " + best->strategy));
   if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
   return row;
-}
-
-std::string Ratio(const std::optional<double>& value) {
-  return value ? absl::StrFormat("%.4f", *value) : "-";
-}
-std::string Ns(const std::optional<double>& value) {
-  return value ? absl::StrFormat("%.1f", *value) : "-";
-}
-
-std::vector<std::string> Cells(const BenchRow& row) {
-  return {row.workload,
-          row.kind,
-          HumanBytes(row.peak_live),
-          row.bfc_peak_pool ? HumanBytes(*row.bfc_peak_pool) : "-",
-          Ratio(row.bfc_fragmentation),
-          Ratio(row.min_limit_ratio),
-          Ns(row.bfc_ns_per_op),
-          Ns(row.system_ns_per_op),
-          row.best_plan_ratio
-              ? absl::StrFormat("%.4f (%s)", *row.best_plan_ratio,
-                                row.best_plan_strategy)
-              : "-"};
-}
-
-const std::vector<std::string> kHeader = {
-    "workload",         "kind",          "peak live",
-    "TF-BFC peak pool", "BFC pool/live", "min limit/live",
-    "BFC ns/op",        "system ns/op",  "best plan/live"};
-
-nlohmann::json RowJson(const BenchRow& row) {
-  auto optional = [](const auto& value) {
-    return value ? nlohmann::json(*value) : nlohmann::json();
-  };
-  return {{"workload", row.workload},
-          {"kind", row.kind},
-          {"page", row.page},
-          {"peak_live_bytes", row.peak_live},
-          {"bfc_peak_pool_bytes", optional(row.bfc_peak_pool)},
-          {"bfc_fragmentation", optional(row.bfc_fragmentation)},
-          {"bfc_failed_allocs", optional(row.bfc_failed_allocs)},
-          {"min_limit_ratio", optional(row.min_limit_ratio)},
-          {"bfc_ns_per_op", optional(row.bfc_ns_per_op)},
-          {"system_ns_per_op", optional(row.system_ns_per_op)},
-          {"best_plan_ratio", optional(row.best_plan_ratio)},
-          {"best_plan_strategy", row.best_plan_strategy},
-          {"skipped_strategies", row.skipped_strategies}};
-}
-
-void PrintTable(const std::vector<BenchRow>& rows) {
-  std::vector<std::vector<std::string>> cells = {kHeader};
-  for (const BenchRow& row : rows) cells.push_back(Cells(row));
-  std::vector<size_t> widths(kHeader.size(), 0);
-  for (const auto& line : cells) {
-    for (size_t c = 0; c < line.size(); ++c)
-      widths[c] = std::max(widths[c], line[c].size());
-  }
-  for (const auto& line : cells) {
-    for (size_t c = 0; c < line.size(); ++c) {
-      std::printf(c == 0 ? "%-*s" : "  %*s", static_cast<int>(widths[c]),
-                  line[c].c_str());
-    }
-    std::printf("\n");
-  }
 }
 
 void Run(const BenchFlags& flags) {
@@ -303,6 +228,8 @@ void Run(const BenchFlags& flags) {
     table.push_back(Cells(row));
     links.push_back(row.page);
   }
+  const std::vector<std::string> summary = SummaryLines(rows);
+  for (const std::string& line : summary) page.AddParagraph(line);
   page.AddLinkedTable(kHeader, table, links);
   const std::string report = (fs::path(flags.out) / "report.html").string();
   const absl::Status written = WriteHtmlFile(report, page.Render());
@@ -311,12 +238,14 @@ void Run(const BenchFlags& flags) {
   if (flags.json) {
     nlohmann::json json = {
         {"corpus", flags.corpus}, {"report", report}, {"workloads", {}}};
+    json["summary"] = summary;
     json["workloads"] = nlohmann::json::array();
     for (const BenchRow& row : rows) json["workloads"].push_back(RowJson(row));
     std::printf("%s\n", json.dump(2).c_str());
     return;
   }
   PrintTable(rows);
+  for (const std::string& line : summary) std::printf("%s\n", line.c_str());
   std::printf("report: %s\n", report.c_str());
 }
 
