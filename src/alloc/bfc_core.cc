@@ -40,7 +40,7 @@ void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
                         uint64_t freed_before) {
   const std::optional<uint64_t> rounded_or = bfc::RoundedBytes(bytes);
   if (!rounded_or || *rounded_or > config_.memory_limit) {
-    RecordFailure(bytes, rounded_or.value_or(0), alignment);
+    RecordFailure(bytes, rounded_or.value_or(0), alignment, freed_before);
     return nullptr;
   }
   const uint64_t rounded = *rounded_or;
@@ -63,7 +63,7 @@ void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
     if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before))
       return ptr;
   }
-  RecordFailure(bytes, rounded, alignment);
+  RecordFailure(bytes, rounded, alignment, freed_before);
   return nullptr;
 }
 

@@ -102,7 +102,8 @@ class BfcCore {
   bool MergeTimestampedChunks(uint64_t required_bytes);
 
   // bfc_introspection.cc
-  void RecordFailure(uint64_t bytes, uint64_t rounded, uint64_t alignment);
+  void RecordFailure(uint64_t bytes, uint64_t rounded, uint64_t alignment,
+                     uint64_t freed_before);
   uint64_t LargestFreeBlock() const;
 
   struct QueuedChunk {

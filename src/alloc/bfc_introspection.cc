@@ -189,7 +189,7 @@ absl::Status BfcCore::CheckInvariants() const {
 }
 
 void BfcCore::RecordFailure(uint64_t bytes, uint64_t rounded,
-                            uint64_t alignment) {
+                            uint64_t alignment, uint64_t freed_before) {
   const uint64_t limit = config_.memory_limit;
   const uint64_t free_bytes = stats_.pool_bytes - stats_.bytes_in_use;
   const uint64_t headroom =
@@ -198,6 +198,22 @@ void BfcCore::RecordFailure(uint64_t bytes, uint64_t rounded,
   std::string verdict;
   if (rounded == 0 || rounded > limit) {
     verdict = "the request alone exceeds the memory limit";
+  } else if (largest_free >= rounded) {
+    // Only the filters can have refused a block this large.
+    std::string why;
+    if (freed_before > 0) {
+      why = absl::StrFormat(
+          "this request may reuse only blocks freed before "
+          "count %d",
+          freed_before);
+    }
+    if (alignment > bfc::kMinAllocationSize) {
+      absl::StrAppendFormat(&why, "%salignment to %d needs padding",
+                            why.empty() ? "" : "; ", alignment);
+    }
+    verdict =
+        absl::StrFormat("a free block of %s is large enough but unusable: %s",
+                        HumanBytes(largest_free), why);
   } else if (free_bytes >= rounded) {
     verdict = absl::StrFormat(
         "fragmentation: %s are free but the largest free block is %s; no chunk "

@@ -262,16 +262,24 @@ TEST(BfcTimestampTest, UnsafeChunksWaitForTheFrontier) {
   // Work ordered before the free must not reuse `a`; work ordered after may.
   void* b = allocator->AllocateRaw(1, 4096, early);
   EXPECT_NE(b, a);
+  // With no other room, the early caller's failure names the order rule.
+  void* hog = allocator->AllocateRaw(1, 1 * kMiB - 3 * 4096, early);
+  ASSERT_NE(hog, nullptr);
+  EXPECT_EQ(allocator->AllocateRaw(1, 4096, early), nullptr);
+  EXPECT_NE(allocator->LastFailureReport().find("freed before count 2"),
+            std::string::npos)
+      << allocator->LastFailureReport();
+  allocator->Deallocate(hog);  // stamped 4
   void* c = allocator->AllocateRaw(1, 4096, late);
   EXPECT_EQ(c, a);
   ASSERT_TRUE(InvariantsHold(*allocator));
-  allocator->Deallocate(c);     // stamped 4
-  allocator->Deallocate(b);     // stamped 5
-  allocator->Deallocate(keep);  // stamped 6
+  allocator->Deallocate(c);     // stamped 5
+  allocator->Deallocate(b);     // stamped 6
+  allocator->Deallocate(keep);  // stamped 7
   // Stamped chunks stay apart until the frontier passes them.
   EXPECT_EQ(allocator->RecordMemoryDump().regions[0].chunks.size(), 4u);
   ASSERT_TRUE(InvariantsHold(*allocator));
-  allocator->SetSafeFrontier(7);
+  allocator->SetSafeFrontier(8);
   allocator->SetSafeFrontier(1);  // never moves back
   void* d = allocator->AllocateRaw(1, 3 * 4096);
   EXPECT_EQ(d, a);
