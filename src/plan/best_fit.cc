@@ -91,8 +91,13 @@ absl::StatusOr<BestFitResult> BestFitMulti(
           PlaceInOrder(records, variants[v].order, variants[v].rule, alignment);
     }
   };
-  const size_t num_threads = std::min<size_t>(
-      variants.size(), std::max(1u, std::thread::hardware_concurrency()));
+  // Below a few thousand tensors a run takes milliseconds: not worth a thread.
+  constexpr size_t kTensorsPerThread = 4096;
+  const size_t num_threads =
+      records.size() < kTensorsPerThread
+          ? 1
+          : std::min<size_t>(variants.size(),
+                             std::max(1u, std::thread::hardware_concurrency()));
   {
     std::vector<std::jthread> threads;
     for (size_t t = 1; t < num_threads; ++t) threads.emplace_back(work);
