@@ -4,7 +4,8 @@
 For each model and workload, worker processes run the same seeded steps once with
 PyTorch's default CPU allocator and once with tensormem's plug-in, alternating,
 `--rounds` times each; a worker times `--steps` steps after `--warmup` steps and
-reports the median step time and its peak RSS (ru_maxrss). The ratio is
+reports the median step time, minor page faults per timed step and its peak RSS
+(ru_maxrss). The ratio is
 default time / tensormem time, from the best (smallest) median of each side:
 above 1.0 tensormem is faster. With the plug-in the worker also reports
 tensormem's peak pool (bytes held from the system) and peak live bytes.
@@ -41,11 +42,14 @@ def run_worker(args):
     for _ in range(args.warmup):
         step()
     times = []
+    faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(args.steps):
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before
     result = {"median_seconds": statistics.median(times),
+              "page_faults_per_step": faults // args.steps,
               "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
               "resolution": resolution, "batch": batch}
     if args.allocator == "tensormem":
@@ -78,6 +82,9 @@ def measure(model, workload, args):
         "speed_ratio": best["default"] / best["tensormem"],
         "default_peak_rss_bytes": max(r["peak_rss_bytes"] for r in runs["default"]),
         "tensormem_peak_rss_bytes": max(r["peak_rss_bytes"] for r in runs["tensormem"]),
+        "default_page_faults_per_step": min(r["page_faults_per_step"] for r in runs["default"]),
+        "tensormem_page_faults_per_step": min(r["page_faults_per_step"]
+                                              for r in runs["tensormem"]),
         "peak_pool_bytes": tensormem["peak_pool_bytes"],
         "peak_live_bytes": tensormem["peak_live_bytes"],
         "pool_over_live": tensormem["peak_pool_bytes"] / max(tensormem["peak_live_bytes"], 1),
@@ -118,7 +125,9 @@ def main(argv=None):
                   f"  ratio {row['speed_ratio']:5.2f}x"
                   f"  RSS {row['default_peak_rss_bytes'] / mib:7.0f} / "
                   f"{row['tensormem_peak_rss_bytes'] / mib:7.0f} MiB"
-                  f"  pool/live {row['pool_over_live']:5.2f}",
+                  f"  pool/live {row['pool_over_live']:5.2f}"
+                  f"  faults/step {row['default_page_faults_per_step']} / "
+                  f"{row['tensormem_page_faults_per_step']}",
                   file=sys.stderr if args.json else sys.stdout, flush=True)
     if args.json:
         print(json.dumps({"threads": args.threads, "steps": args.steps,
