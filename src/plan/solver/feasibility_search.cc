@@ -46,14 +46,17 @@ SearchOutcome FeasibilitySearch::Run(uint64_t capacity,
   for (const SolverBuffer& b : problem_.buffers) {
     if (b.size > capacity_) return SearchOutcome::kInfeasible;
   }
-  return Search(problem_.by_start.data(), static_cast<int>(n), 0, -1, 0);
+  return Search(problem_.by_start.data(), static_cast<int>(n), 0, -1, 0,
+                nullptr);
 }
 
 bool FeasibilitySearch::ShouldStop() {
   if (stopped_) return true;
   ++nodes_;
   if (nodes_ > limits_.node_limit) stopped_ = true;
-  if ((nodes_ & 1023) == 0) {
+  // A node costs at least a microsecond, so a clock read every 16 is cheap
+  // and keeps deadlines tight even on nodes of thousands of buffers.
+  if ((nodes_ & 15) == 0) {
     if (limits_.stop != nullptr &&
         limits_.stop->load(std::memory_order_relaxed))
       stopped_ = true;
@@ -64,7 +67,8 @@ bool FeasibilitySearch::ShouldStop() {
 
 SearchOutcome FeasibilitySearch::Search(const int* active, int count,
                                         uint64_t current_offset, int last_rank,
-                                        int depth) {
+                                        int depth,
+                                        const std::vector<int>* reach_hint) {
   if (ShouldStop()) return SearchOutcome::kStopped;
   if (count == 0) return SearchOutcome::kFound;
   const std::vector<SolverBuffer>& buffers = problem_.buffers;
@@ -81,7 +85,7 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
   }
   if (!cuts.empty()) {
     return SearchComponents(active, cuts, count, current_offset, last_rank,
-                            depth);
+                            depth, reach_hint);
   }
 
   // reach_[u]: a lower bound on the offset u can still take. A buffer that
@@ -89,11 +93,15 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
   // with a lower rank) must wait until a neighbour placed later lifts it, so
   // it lands on top of one of those; with no unplaced neighbour left it never
   // can, and this branch is dead.
+  // lowest_top: no buffer goes at or above the top some unplaced buffer
+  // would have at its floor, since that one could then sink to its floor
+  // (everything placed later sits higher). A buffer already fitting below
+  // the current offset thus ends the branch: no candidate remains.
   uint64_t lowest_top = UINT64_MAX;
   for (int i = 0; i < count; ++i) {
     const int u = active[i];
     reach_[u] = std::max(current_offset, lowest_offset_[u]);
-    lowest_top = std::min(lowest_top, reach_[u] + buffers[u].padded);
+    lowest_top = std::min(lowest_top, lowest_offset_[u] + buffers[u].padded);
   }
   for (int i = 0; i < count; ++i) {
     const int u = active[i];
@@ -112,11 +120,29 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
   // In every section, the unplaced buffers that can reach no lower than r
   // must all fit between r and the capacity, for every r. Taking buffers by
   // decreasing reach, a running sum per section checks all thresholds at once.
-  std::vector<int>& by_reach = by_reach_[depth];
-  by_reach.assign(active, active + count);
-  std::sort(by_reach.begin(), by_reach.end(),
-            [&](int a, int b) { return reach_[a] > reach_[b]; });
   const int first_section = buffers[active[0]].section_begin;
+  std::vector<int>& by_reach = by_reach_[depth];
+  if (reach_hint == nullptr) {
+    by_reach.assign(active, active + count);
+    std::sort(by_reach.begin(), by_reach.end(),
+              [&](int a, int b) { return reach_[a] > reach_[b]; });
+  } else {
+    // The hint holds these buffers (and perhaps placed ones or other
+    // components', outside this section range) in nearly the right order.
+    by_reach.clear();
+    for (const int u : *reach_hint) {
+      const SolverBuffer& b = buffers[u];
+      if (placed_[u] || b.section_begin < first_section ||
+          b.section_end > last_end) {
+        continue;
+      }
+      by_reach.push_back(u);
+      for (size_t i = by_reach.size() - 1;
+           i > 0 && reach_[by_reach[i - 1]] < reach_[u]; --i) {
+        std::swap(by_reach[i - 1], by_reach[i]);
+      }
+    }
+  }
   uint64_t* stacked = stacked_.data();
   std::fill(stacked + first_section, stacked + last_end, 0);
   for (const int u : by_reach) {
@@ -156,8 +182,8 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
     }
     const uint64_t offset = lowest_offset_[b];
     if (Place(b, offset)) {
-      const SearchOutcome outcome =
-          Search(child.data(), count - 1, offset, rank_[b], depth + 1);
+      const SearchOutcome outcome = Search(child.data(), count - 1, offset,
+                                           rank_[b], depth + 1, &by_reach);
       if (outcome != SearchOutcome::kInfeasible) return outcome;
     }
     UndoLastPlacement();
@@ -170,17 +196,17 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
   return SearchOutcome::kInfeasible;
 }
 
-SearchOutcome FeasibilitySearch::SearchComponents(const int* active,
-                                                  const std::vector<int>& cuts,
-                                                  int count,
-                                                  uint64_t current_offset,
-                                                  int last_rank, int depth) {
+SearchOutcome FeasibilitySearch::SearchComponents(
+    const int* active, const std::vector<int>& cuts, int count,
+    uint64_t current_offset, int last_rank, int depth,
+    const std::vector<int>* reach_hint) {
   const size_t mark = placements_.size();
   int begin = 0;
   for (size_t c = 0; c <= cuts.size(); ++c) {
     const int end = c < cuts.size() ? cuts[c] : count;
-    const SearchOutcome outcome = Search(active + begin, end - begin,
-                                         current_offset, last_rank, depth + 1);
+    const SearchOutcome outcome =
+        Search(active + begin, end - begin, current_offset, last_rank,
+               depth + 1, reach_hint);
     if (outcome != SearchOutcome::kFound) {
       UndoTo(mark);
       return outcome;

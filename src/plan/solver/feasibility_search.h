@@ -66,12 +66,16 @@ class FeasibilitySearch {
     size_t raise_trail_start;
   };
 
+  // `reach_hint`: the parent's buffers by decreasing reach (null at the
+  // root); reaches change little from parent to child, so re-sorting it is
+  // nearly linear.
   SearchOutcome Search(const int* active, int count, uint64_t current_offset,
-                       int last_rank, int depth);
+                       int last_rank, int depth,
+                       const std::vector<int>* reach_hint);
   SearchOutcome SearchComponents(const int* active,
                                  const std::vector<int>& cuts, int count,
                                  uint64_t current_offset, int last_rank,
-                                 int depth);
+                                 int depth, const std::vector<int>* reach_hint);
   // Places `buffer` at `offset`; false when this already overfills a section
   // or lifts a neighbour past the capacity (the caller then undoes it).
   bool Place(int buffer, uint64_t offset);
