@@ -2,7 +2,6 @@
 // traces, and traces into buffer sets (docs/traces.md).
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,28 +49,30 @@ bool EndsWith(std::string_view text, std::string_view suffix) {
                         absl::string_view(suffix.data(), suffix.size()));
 }
 
-// The first line of a file, to tell an RMM log from a buffer set.
-std::string FirstLine(const std::string& path) {
-  std::ifstream file(path);
-  std::string line;
-  std::getline(file, line);
-  return line;
+// The start of a file, inflated: enough to tell an RMM log from a buffer set
+// by its header, or a pickle by its first opcode.
+std::string FileStart(const std::string& path) {
+  absl::StatusOr<std::string> start = ReadFileInflated(path, 4096);
+  return start.ok() ? *start : std::string();
 }
 
 std::string InferInputFormat(const std::string& path) {
-  if (EndsWith(path, ".pickle") || EndsWith(path, ".pkl")) return "pytorch";
-  if (EndsWith(path, ".csv")) {
-    const std::string header = FirstLine(path);
+  if (path == "-") return "trace";
+  std::string_view name = path;
+  if (EndsWith(name, ".gz")) name.remove_suffix(3);
+  if (EndsWith(name, ".pickle") || EndsWith(name, ".pkl")) return "pytorch";
+  if (EndsWith(name, ".trace")) return "trace";
+  const std::string start = FileStart(path);
+  if (EndsWith(name, ".csv")) {
+    const std::string header = start.substr(0, start.find('\n'));
     return absl::StrContains(header, "Action") &&
                    absl::StrContains(header, "Pointer")
                ? "rmm"
                : "buffers";
   }
-  if (EndsWith(path, ".trace") || EndsWith(path, ".trace.gz") || path == "-")
-    return "trace";
   // No telling extension: a pickle starts with the PROTO opcode.
-  std::ifstream file(path, std::ios::binary);
-  return file.peek() == 0x80 ? "pytorch" : "trace";
+  return !start.empty() && static_cast<uint8_t>(start[0]) == 0x80 ? "pytorch"
+                                                                  : "trace";
 }
 
 std::string InferOutputFormat(const std::string& path) {
@@ -151,7 +152,9 @@ void Run(const ConvertFlags& flags) {
     json["blocks_live_at_start"] = read->blocks_live_at_start;
     json["entries_skipped"] = read->entries_skipped;
   } else {  // buffers
-    absl::StatusOr<BufferSet> set = ReadBufferSetCsv(flags.input);
+    absl::StatusOr<std::string> text = ReadFileInflated(flags.input);
+    if (!text.ok()) ConvertFail(text.status());
+    absl::StatusOr<BufferSet> set = ParseBufferSetCsv(*text, flags.input);
     if (!set.ok()) ConvertFail(set.status());
     absl::StatusOr<Trace> converted = BufferSetToTrace(*set);
     if (!converted.ok())
@@ -213,16 +216,16 @@ void Run(const ConvertFlags& flags) {
 
 void AddConvertCommand(CLI::App& app) {
   auto flags = std::make_shared<ConvertFlags>();
-  CLI::App* command =
-      app.add_subcommand("convert",
-                         "Convert RMM logs, PyTorch memory snapshots and "
-                         "buffer sets to traces, and traces to "
-                         "buffer sets.\n"
-                         "Formats are inferred from the names (.trace[.gz], "
-                         ".csv: RMM log or buffer set by its "
-                         "header, .pickle) unless given.\n"
-                         "Example: tensormem convert snapshot.pickle "
-                         "model.trace.gz --device 0 --json");
+  CLI::App* command = app.add_subcommand(
+      "convert",
+      "Convert RMM logs, PyTorch memory snapshots and "
+      "buffer sets to traces, and traces to "
+      "buffer sets.\n"
+      "Formats are inferred from the names (.trace, .csv: RMM "
+      "log or buffer set by its header, .pickle; each may "
+      "end in .gz) unless given.\n"
+      "Example: tensormem convert snapshot.pickle "
+      "model.trace.gz --device 0 --json");
   command
       ->add_option("input", flags->input, "input file ('-' = stdin for traces)")
       ->required();

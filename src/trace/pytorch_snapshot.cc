@@ -1,7 +1,5 @@
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <utility>
 
@@ -9,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "tensormem/trace/importers.h"
 #include "tensormem/trace/pickle.h"
+#include "tensormem/trace/trace_io.h"
 #include "trace/stream_index.h"
 
 namespace tensormem {
@@ -271,12 +270,9 @@ absl::StatusOr<PytorchImport> ParsePytorchSnapshot(
 
 absl::StatusOr<PytorchImport> ReadPytorchSnapshot(
     const std::string& path, const PytorchSnapshotOptions& options) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
-  return ParsePytorchSnapshot(std::move(bytes).str(), path, options);
+  absl::StatusOr<std::string> bytes = ReadFileInflated(path);
+  if (!bytes.ok()) return bytes.status();
+  return ParsePytorchSnapshot(*std::move(bytes), path, options);
 }
 
 }  // namespace tensormem

@@ -1,8 +1,6 @@
 #include <charconv>
 #include <cstdio>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -11,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "tensormem/trace/importers.h"
+#include "tensormem/trace/trace_io.h"
 #include "trace/stream_index.h"
 
 namespace tensormem {
@@ -223,12 +222,9 @@ absl::StatusOr<Trace> ParseRmmLog(std::string_view text,
 }
 
 absl::StatusOr<Trace> ReadRmmLog(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
-  std::ostringstream text;
-  text << file.rdbuf();
-  return ParseRmmLog(text.str(), path);
+  absl::StatusOr<std::string> text = ReadFileInflated(path);
+  if (!text.ok()) return text.status();
+  return ParseRmmLog(*text, path);
 }
 
 }  // namespace tensormem

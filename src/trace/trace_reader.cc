@@ -1,6 +1,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -62,33 +63,71 @@ absl::StatusOr<Trace> ParseTrace(std::string_view text,
   return trace;
 }
 
-struct TraceReader::Input {
-  gzFile file = nullptr;
-  std::string path;
-  ~Input() {
-    if (file != nullptr) gzclose(file);
+namespace trace_internal {
+
+// A file or stdin read through zlib, which passes uncompressed data through.
+class GzipInput {
+ public:
+  ~GzipInput() {
+    if (file_ != nullptr) gzclose(file_);
   }
+
+  absl::Status Open(const std::string& path) {
+    path_ = path;
+    if (path == "-") {
+      const int descriptor = dup(STDIN_FILENO);
+      file_ = descriptor < 0 ? nullptr : gzdopen(descriptor, "rb");
+    } else {
+      file_ = gzopen(path.c_str(), "rb");
+    }
+    if (file_ == nullptr) {
+      return absl::NotFoundError(
+          absl::StrFormat("%s: cannot open: %s", path, std::strerror(errno)));
+    }
+    gzbuffer(file_, kReadChunkBytes);
+    return absl::OkStatus();
+  }
+
+  // Appends up to `count` bytes to `bytes`; returns how many (0 at the end).
+  // `line` names where reading stopped in errors (0: no line).
+  absl::StatusOr<size_t> ReadInto(std::string& bytes, size_t count,
+                                  int64_t line) {
+    const size_t kept = bytes.size();
+    bytes.resize(kept + count);
+    const int read =
+        gzread(file_, bytes.data() + kept, static_cast<unsigned>(count));
+    if (read < 0) {
+      bytes.resize(kept);
+      int code = 0;
+      const char* message = gzerror(file_, &code);
+      const std::string where =
+          line > 0 ? absl::StrFormat("%s:%d", path_, line) : path_;
+      return absl::DataLossError(
+          absl::StrFormat("%s: read failed: %s", where,
+                          code == Z_ERRNO ? std::strerror(errno) : message));
+    }
+    bytes.resize(kept + read);
+    return static_cast<size_t>(read);
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  gzFile file_ = nullptr;
+  std::string path_;
 };
+
+}  // namespace trace_internal
 
 absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(
     const std::string& path) {
-  auto input = std::make_unique<Input>();
-  input->path = path;
-  if (path == "-") {
-    const int descriptor = dup(STDIN_FILENO);
-    input->file = descriptor < 0 ? nullptr : gzdopen(descriptor, "rb");
-  } else {
-    input->file = gzopen(path.c_str(), "rb");
-  }
-  if (input->file == nullptr) {
-    return absl::NotFoundError(
-        absl::StrFormat("%s: cannot open: %s", path, std::strerror(errno)));
-  }
-  gzbuffer(input->file, kReadChunkBytes);
+  auto input = std::make_unique<trace_internal::GzipInput>();
+  if (absl::Status status = input->Open(path); !status.ok()) return status;
   return std::unique_ptr<TraceReader>(new TraceReader(std::move(input), path));
 }
 
-TraceReader::TraceReader(std::unique_ptr<Input> input, std::string path)
+TraceReader::TraceReader(std::unique_ptr<trace_internal::GzipInput> input,
+                         std::string path)
     : input_(std::move(input)),
       parser_(std::make_unique<trace_internal::LineParser>(std::move(path))) {}
 
@@ -105,20 +144,10 @@ int64_t TraceReader::line() const { return parser_->line(); }
 absl::Status TraceReader::Refill() {
   buffer_.erase(0, position_);
   position_ = 0;
-  const size_t kept = buffer_.size();
-  buffer_.resize(kept + kReadChunkBytes);
-  const int read = gzread(input_->file, buffer_.data() + kept,
-                          static_cast<unsigned>(kReadChunkBytes));
-  if (read < 0) {
-    int code = 0;
-    const char* message = gzerror(input_->file, &code);
-    buffer_.resize(kept);
-    return absl::DataLossError(absl::StrFormat(
-        "%s:%d: read failed: %s", input_->path, parser_->line() + 1,
-        code == Z_ERRNO ? std::strerror(errno) : message));
-  }
-  buffer_.resize(kept + read);
-  if (read == 0) at_end_of_input_ = true;
+  absl::StatusOr<size_t> read =
+      input_->ReadInto(buffer_, kReadChunkBytes, parser_->line() + 1);
+  if (!read.ok()) return read.status();
+  if (*read == 0) at_end_of_input_ = true;
   return absl::OkStatus();
 }
 
@@ -133,9 +162,9 @@ absl::StatusOr<bool> TraceReader::Next(TraceEvent& event) {
       position_ = end + 1;
     } else if (!at_end_of_input_) {
       if (buffer_.size() - position_ > kMaxLineBytes) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("%s:%d: line longer than %d bytes (not a trace?)",
-                            input_->path, parser_->line() + 1, kMaxLineBytes));
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s:%d: line longer than %d bytes (not a trace?)", input_->path(),
+            parser_->line() + 1, kMaxLineBytes));
       }
       if (absl::Status status = Refill(); !status.ok()) return status;
       continue;
@@ -152,6 +181,20 @@ absl::StatusOr<bool> TraceReader::Next(TraceEvent& event) {
     }
     if (has_event) return true;
   }
+}
+
+absl::StatusOr<std::string> ReadFileInflated(const std::string& path,
+                                             size_t max_bytes) {
+  trace_internal::GzipInput input;
+  if (absl::Status status = input.Open(path); !status.ok()) return status;
+  std::string bytes;
+  while (bytes.size() < max_bytes) {
+    absl::StatusOr<size_t> read = input.ReadInto(
+        bytes, std::min(kReadChunkBytes, max_bytes - bytes.size()), 0);
+    if (!read.ok()) return read.status();
+    if (*read == 0) break;
+  }
+  return bytes;
 }
 
 absl::StatusOr<Trace> ReadTrace(const std::string& path) {

@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,15 +17,15 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct Result {
+struct RunResult {
   int exit_code = -1;
   std::string out;  // stdout and stderr, merged
 };
 
-Result RunConvert(const std::string& arguments) {
+RunResult RunConvert(const std::string& arguments) {
   const std::string command =
       std::string(TENSORMEM_BINARY) + " convert " + arguments + " 2>&1";
-  Result result;
+  RunResult result;
   std::FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
   char chunk[4096];
@@ -52,8 +53,8 @@ std::string ReadFile(const std::string& path) {
 }
 
 TEST(ConvertCliTest, PytorchSnapshotToTraceWithJsonSummary) {
-  const Result result = RunConvert(Data("snapshot_protocol2.pickle") + " " +
-                                   Temp("snap.trace") + " --json");
+  const RunResult result = RunConvert(Data("snapshot_protocol2.pickle") + " " +
+                                      Temp("snap.trace") + " --json");
   ASSERT_EQ(result.exit_code, 0) << result.out;
   const nlohmann::json json = nlohmann::json::parse(result.out);
   EXPECT_EQ(json["from"], "pytorch");
@@ -85,13 +86,30 @@ TEST(ConvertCliTest, FormatsAreInferredFromNamesAndHeaders) {
   EXPECT_EQ(ReadFile(Temp("buffers.trace")), ReadFile(Data("buffers.trace")));
 }
 
+TEST(ConvertCliTest, CompressedInputsAreInflated) {
+  for (const std::string name :
+       {"rmm_log.csv", "snapshot_protocol4.pickle", "buffers_closed.csv"}) {
+    const std::string gz = Temp(name + ".gz");
+    ASSERT_EQ(std::system(("gzip -c " + Data(name) + " > " + gz).c_str()), 0);
+    const RunResult plain =
+        RunConvert(Data(name) + " " + Temp("plain.trace") + " --json");
+    const RunResult compressed =
+        RunConvert(gz + " " + Temp("compressed.trace") + " --json");
+    ASSERT_EQ(compressed.exit_code, 0) << compressed.out;
+    EXPECT_EQ(nlohmann::json::parse(compressed.out)["from"],
+              nlohmann::json::parse(plain.out)["from"]);
+    EXPECT_EQ(ReadFile(Temp("compressed.trace")), ReadFile(Temp("plain.trace")))
+        << name;
+  }
+}
+
 TEST(ConvertCliTest, TraceToBufferSetInBothConventions) {
-  const Result half_open =
+  const RunResult half_open =
       RunConvert(Data("buffers.trace") + " " + Temp("b.csv"));
   ASSERT_EQ(half_open.exit_code, 0) << half_open.out;
   EXPECT_EQ(ReadFile(Temp("b.csv")),
             "id,lower,upper,size\n0,0,3,100\n3,1,7,50\n1,2,5,200\n2,4,6,300\n");
-  const Result closed =
+  const RunResult closed =
       RunConvert(Data("buffers.trace") + " - --to buffers --closed");
   ASSERT_EQ(closed.exit_code, 0) << closed.out;
   EXPECT_THAT(closed.out,
@@ -99,24 +117,25 @@ TEST(ConvertCliTest, TraceToBufferSetInBothConventions) {
 }
 
 TEST(ConvertCliTest, ErrorsGoToStderrWithExitCodes) {
-  const Result missing =
+  const RunResult missing =
       RunConvert(Temp("no_such.trace") + " " + Temp("x.csv"));
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.out, HasSubstr("tensormem convert: "));
   EXPECT_THAT(missing.out, HasSubstr("no_such.trace: cannot open"));
 
   std::ofstream(Temp("bad.trace")) << "a 1 8\nf 2\n";
-  const Result bad = RunConvert(Temp("bad.trace") + " " + Temp("x.csv"));
+  const RunResult bad = RunConvert(Temp("bad.trace") + " " + Temp("x.csv"));
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.out,
               HasSubstr("bad.trace:2: free of id 2, which is not live"));
 
-  const Result device = RunConvert(Data("snapshot_protocol4.pickle") + " " +
-                                   Temp("x.trace") + " --device 3");
+  const RunResult device = RunConvert(Data("snapshot_protocol4.pickle") + " " +
+                                      Temp("x.trace") + " --device 3");
   EXPECT_EQ(device.exit_code, 1);
   EXPECT_THAT(device.out, HasSubstr("no device 3"));
 
-  const Result json_to_stdout = RunConvert(Data("rmm_log.csv") + " - --json");
+  const RunResult json_to_stdout =
+      RunConvert(Data("rmm_log.csv") + " - --json");
   EXPECT_EQ(json_to_stdout.exit_code, 2);
   EXPECT_THAT(json_to_stdout.out, HasSubstr("--json"));
 }

@@ -171,6 +171,17 @@ TEST(TraceFileTest, WritesAndReadsPlainAndGzipFiles) {
             std::filesystem::file_size(TempPath("big.trace")));
 }
 
+TEST(TraceFileTest, ReadFileInflatedStopsAtMaxBytes) {
+  const std::string path = TempPath("small.trace.gz");
+  ASSERT_TRUE(WriteTrace(BigTrace(), path).ok());
+  absl::StatusOr<std::string> start = ReadFileInflated(path, 10);
+  ASSERT_TRUE(start.ok()) << start.status();
+  EXPECT_EQ(*start, "# tensorme");
+  absl::StatusOr<std::string> whole = ReadFileInflated(path);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(*whole, FormatTrace(BigTrace()));
+}
+
 TEST(TraceFileTest, StreamingReaderReportsLineOfLateError) {
   const std::string path = TempPath("late_error.trace.gz");
   {

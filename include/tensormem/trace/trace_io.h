@@ -35,6 +35,7 @@
 namespace tensormem {
 
 namespace trace_internal {
+class GzipInput;
 class LineParser;
 class OutputSink;
 }  // namespace trace_internal
@@ -53,6 +54,11 @@ absl::Status WriteTrace(const Trace& trace, const std::string& path);
 
 // The trace as text, as WriteTrace writes it.
 std::string FormatTrace(const Trace& trace);
+
+// Reads up to `max_bytes` of a file ("-" = standard input), inflating gzip
+// data whatever the name: what the importers read RMM logs and snapshots with.
+absl::StatusOr<std::string> ReadFileInflated(
+    const std::string& path, size_t max_bytes = static_cast<size_t>(-1));
 
 // Reads a trace one event at a time, checking it as it goes.
 class TraceReader {
@@ -76,11 +82,11 @@ class TraceReader {
   int64_t line() const;
 
  private:
-  struct Input;
-  TraceReader(std::unique_ptr<Input> input, std::string path);
+  TraceReader(std::unique_ptr<trace_internal::GzipInput> input,
+              std::string path);
   absl::Status Refill();
 
-  std::unique_ptr<Input> input_;
+  std::unique_ptr<trace_internal::GzipInput> input_;
   std::unique_ptr<trace_internal::LineParser> parser_;
   std::string buffer_;
   size_t position_ = 0;  // start of the unread part of buffer_
