@@ -110,46 +110,41 @@ void OccupancyIndex::Occupied(size_t tensor,
 
 uint64_t FindGap(const std::vector<const RangeUnion*>& lists, uint64_t size,
                  bool first_fit, uint64_t alignment) {
-  // Walk x upwards over gaps. Each list remembers the start of its first
-  // range above the x it was last probed at; only lists whose next range x
-  // has reached are probed again. There are O(log n) lists, so a linear scan
-  // beats a heap.
-  constexpr uint64_t kNoneAbove = UINT64_MAX;
-  if (lists.empty()) return 0;
-  std::vector<uint64_t> next_begin(lists.size(), 0);
+  // Merge the lists' ranges by start (each list is sorted; there are O(log n)
+  // lists of a few ranges each on average, so a scan for the smallest head
+  // beats a heap) and sweep: a gap opens wherever the next range starts above
+  // the aligned end of everything before it.
+  using Iterator = absl::btree_map<uint64_t, uint64_t>::const_iterator;
+  struct Head {
+    Iterator next;
+    Iterator end;
+  };
+  std::vector<Head> heads;
+  heads.reserve(lists.size());
+  for (const RangeUnion* list : lists) {
+    heads.push_back({list->ranges().begin(), list->ranges().end()});
+  }
   uint64_t best_offset = 0;
   uint64_t best_gap = UINT64_MAX;
-  uint64_t x = 0;  // candidate start: 0 or an aligned end of a taken range
-  while (true) {
-    // Jump past every taken range containing x.
-    for (bool moved = true; moved;) {
-      moved = false;
-      for (size_t i = 0; i < lists.size(); ++i) {
-        if (next_begin[i] > x) continue;
-        const auto& ranges = lists[i]->ranges();
-        auto next = ranges.upper_bound(x);
-        if (next != ranges.begin() && std::prev(next)->second > x) {
-          // Rounding up may land inside this list's next range: probe again.
-          x = RoundUp(std::prev(next)->second, alignment);
-          moved = true;
-          continue;
-        }
-        next_begin[i] = next == ranges.end() ? kNoneAbove : next->first;
-      }
+  uint64_t x = 0;  // 0 or the aligned end of the highest range so far
+  while (!heads.empty()) {
+    size_t lowest = 0;
+    for (size_t i = 1; i < heads.size(); ++i) {
+      if (heads[i].next->first < heads[lowest].next->first) lowest = i;
     }
-    // x is free in every list; the gap runs to the nearest taken start.
-    const uint64_t gap_end =
-        *std::min_element(next_begin.begin(), next_begin.end());
-    if (gap_end == kNoneAbove) break;  // x is above everything taken
-    const uint64_t gap = gap_end - x;
-    if (gap >= size) {
-      if (first_fit || gap == size) return x;  // nothing fits tighter
-      if (gap < best_gap) {
-        best_gap = gap;
+    const auto [begin, end] = *heads[lowest].next;
+    if (begin >= x && begin - x >= size) {
+      if (first_fit || begin - x == size) return x;  // nothing fits tighter
+      if (begin - x < best_gap) {
+        best_gap = begin - x;
         best_offset = x;
       }
     }
-    x = gap_end;
+    x = std::max(x, RoundUp(end, alignment));
+    if (++heads[lowest].next == heads[lowest].end) {
+      heads[lowest] = heads.back();
+      heads.pop_back();
+    }
   }
   return best_gap == UINT64_MAX ? x : best_offset;
 }
