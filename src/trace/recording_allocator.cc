@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "tensormem/core/checked_math.h"
+
 namespace tensormem {
 
 TraceRecordingAllocator::TraceRecordingAllocator(Allocator& wrapped,
@@ -33,9 +35,13 @@ void* TraceRecordingAllocator::DoAllocate(size_t bytes, size_t alignment) {
   // exists, so no free of it can be written before its allocation.
   void* ptr = wrapped_.Allocate(bytes, alignment);
   TraceEvent event = TraceEvent::Alloc(0, bytes);
-  if (alignment != kDefaultAlignment && alignment <= UINT32_MAX) {
+  // An invalid alignment (the wrapped allocator refuses it) is left out, so
+  // the trace stays readable; the request is still recorded as failed.
+  if (alignment != kDefaultAlignment && IsPowerOfTwo(alignment) &&
+      alignment <= (uint64_t{1} << 31)) {
     event.alignment = static_cast<uint32_t>(alignment);
   }
+
   event.failed = ptr == nullptr;
   event.time_ns = NanosSinceStart();
   absl::MutexLock lock(&mutex_);

@@ -12,12 +12,14 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tensormem/core/checked_math.h"
 #include "tensormem/trace/trace_io.h"
 
 namespace tensormem {
 namespace {
 
-// A malloc-backed allocator that refuses requests above `limit` bytes and
+// A malloc-backed allocator that refuses requests above `limit` bytes or with
+// an alignment that is not a power of two, and
 // reports frees of pointers it did not hand out.
 class FakeAllocator : public Allocator {
  public:
@@ -29,7 +31,8 @@ class FakeAllocator : public Allocator {
 
  private:
   void* DoAllocate(size_t bytes, size_t alignment) override {
-    if (bytes == 0 || bytes > limit_) return nullptr;
+    if (bytes == 0 || bytes > limit_ || !IsPowerOfTwo(alignment))
+      return nullptr;
     void* ptr = std::aligned_alloc(
         alignment, (bytes + alignment - 1) / alignment * alignment);
     absl::MutexLock lock(&mutex_);
@@ -75,21 +78,24 @@ TEST(TraceRecordingAllocatorTest, RecordsAllocsFreesFailuresAndAlignment) {
     int not_from_allocator = 0;
     EXPECT_FALSE(
         recorder.CheckedDeallocate(&not_from_allocator).ok());  // not recorded
+    EXPECT_EQ(recorder.Allocate(100, /*alignment=*/48),
+              nullptr);  // invalid: failed
     void* c = recorder.Allocate(300);
     recorder.Deallocate(b);
-    EXPECT_EQ(recorder.events_recorded(), 6);
+    EXPECT_EQ(recorder.events_recorded(), 7);
     ASSERT_TRUE((*writer)->Close().ok());
     recorder.Deallocate(c);  // after Close: dropped, but still freed
   }
   absl::StatusOr<Trace> trace = ReadTrace(path);
   ASSERT_TRUE(trace.ok()) << trace.status();
-  ASSERT_EQ(trace->events.size(), 6);
+  ASSERT_EQ(trace->events.size(), 7);
   const std::vector<std::tuple<TraceOp, uint64_t, uint64_t, bool, uint32_t>>
       expected = {{TraceOp::kAlloc, 0, 100, false, 0},
                   {TraceOp::kAlloc, 1, 200, false, 4096},
                   {TraceOp::kAlloc, 2, 2 << 20, true, 0},
                   {TraceOp::kFree, 0, 0, false, 0},
-                  {TraceOp::kAlloc, 3, 300, false, 0},
+                  {TraceOp::kAlloc, 3, 100, true, 0},  // alignment 48 left out
+                  {TraceOp::kAlloc, 4, 300, false, 0},
                   {TraceOp::kFree, 1, 0, false, 0}};
   int64_t previous_time = 0;
   for (size_t i = 0; i < expected.size(); ++i) {
