@@ -11,6 +11,7 @@
 #include "tensormem/plan/checker.h"
 #include "tensormem/plan/offset_strategies.h"
 #include "tensormem/plan/solver/optimal_planner.h"
+#include "tensormem/plan/solver/optimal_strategy.h"
 #include "tensormem/plan/strategy_registry.h"
 
 namespace tensormem {
@@ -226,6 +227,17 @@ TEST(OptimalPlannerTest, RegisteredAsTheOptimalStrategy) {
   EXPECT_TRUE(plan->extra.count("seconds_to_best"));
   EXPECT_GE(plan->total_size, plan->lower_bound);
   EXPECT_LE(plan->total_size, GreedyTotal(set, 1));
+}
+
+TEST(OptimalPlannerTest, ParsesTimeLimits) {
+  EXPECT_DOUBLE_EQ(*ParseTimeLimitSeconds("10"), 10);
+  EXPECT_DOUBLE_EQ(*ParseTimeLimitSeconds("10s"), 10);
+  EXPECT_DOUBLE_EQ(*ParseTimeLimitSeconds("500ms"), 0.5);
+  EXPECT_DOUBLE_EQ(*ParseTimeLimitSeconds("1.5m"), 90);
+  EXPECT_DOUBLE_EQ(*ParseTimeLimitSeconds("0"), 0);
+  for (const char* bad : {"", "s", "-1s", "10x", "inf", "nan", "1e999"}) {
+    EXPECT_FALSE(ParseTimeLimitSeconds(bad).ok()) << bad;
+  }
 }
 
 }  // namespace
