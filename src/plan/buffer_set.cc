@@ -17,18 +17,22 @@ namespace {
 
 // Column positions of one header; -1 where absent.
 struct Columns {
-  int id = -1, lower = -1, upper = -1, first_task = -1, last_task = -1, size = -1, offset = -1;
+  int id = -1, lower = -1, upper = -1, first_task = -1, last_task = -1,
+      size = -1, offset = -1;
 };
 
-absl::Status RowError(std::string_view source, int line, std::string_view what) {
-  return absl::InvalidArgumentError(absl::StrFormat("%s:%d: %s", source, line, what));
+absl::Status RowError(std::string_view source, int line,
+                      std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s:%d: %s", source, line, what));
 }
 
 absl::StatusOr<Columns> ParseHeader(const std::vector<absl::string_view>& names,
                                     std::string_view source) {
   Columns columns;
   for (int i = 0; i < static_cast<int>(names.size()); ++i) {
-    const std::string name = absl::AsciiStrToLower(absl::StripAsciiWhitespace(names[i]));
+    const std::string name =
+        absl::AsciiStrToLower(absl::StripAsciiWhitespace(names[i]));
     int* slot = name == "id"           ? &columns.id
                 : name == "lower"      ? &columns.lower
                 : name == "upper"      ? &columns.upper
@@ -38,40 +42,51 @@ absl::StatusOr<Columns> ParseHeader(const std::vector<absl::string_view>& names,
                 : name == "offset"     ? &columns.offset
                                        : nullptr;
     if (slot == nullptr) continue;  // unknown columns are ignored
-    if (*slot != -1) return RowError(source, 1, absl::StrFormat("column '%s' appears twice", name));
+    if (*slot != -1)
+      return RowError(source, 1,
+                      absl::StrFormat("column '%s' appears twice", name));
     *slot = i;
   }
   const bool half_open = columns.lower != -1 && columns.upper != -1;
   const bool closed = columns.first_task != -1 && columns.last_task != -1;
   if (columns.size == -1 || half_open == closed) {
-    return RowError(source, 1,
-                    "header must name size and either lower,upper (half-open) or "
-                    "first_task,last_task (closed)");
+    return RowError(
+        source, 1,
+        "header must name size and either lower,upper (half-open) or "
+        "first_task,last_task (closed)");
   }
-  if (half_open && columns.id == -1) return RowError(source, 1, "header must name id");
+  if (half_open && columns.id == -1)
+    return RowError(source, 1, "header must name id");
   return columns;
 }
 
-absl::StatusOr<int64_t> ParseField(const std::vector<absl::string_view>& fields, int column,
-                                   std::string_view name, std::string_view source, int line) {
+absl::StatusOr<int64_t> ParseField(const std::vector<absl::string_view>& fields,
+                                   int column, std::string_view name,
+                                   std::string_view source, int line) {
   const absl::string_view text = absl::StripAsciiWhitespace(fields[column]);
   int64_t value;
   if (!absl::SimpleAtoi(text, &value) || value < 0) {
-    return RowError(source, line,
-                    absl::StrFormat("%s '%s' is not a non-negative integer", name, text));
+    return RowError(
+        source, line,
+        absl::StrFormat("%s '%s' is not a non-negative integer", name, text));
   }
   return value;
 }
 
 }  // namespace
 
-absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text, std::string_view source) {
+absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text,
+                                            std::string_view source) {
   BufferSet set;
   std::optional<Columns> columns;
   size_t width = 0;
   absl::flat_hash_set<uint64_t> ids;
+  // Ids are all numbers or all text, decided by the first data row.
+  bool textual_ids = false;
+  absl::flat_hash_set<std::string> names;
   int line = 0;
-  for (absl::string_view raw : absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
+  for (absl::string_view raw :
+       absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
     ++line;
     const absl::string_view row = absl::StripAsciiWhitespace(raw);
     if (row.empty() || row.front() == '#') continue;
@@ -87,7 +102,8 @@ absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text, std::string_v
     }
     if (fields.size() != width) {
       return RowError(source, line,
-                      absl::StrFormat("expected %d fields, found %d", width, fields.size()));
+                      absl::StrFormat("expected %d fields, found %d", width,
+                                      fields.size()));
     }
     auto field = [&](int column, std::string_view name) {
       return ParseField(fields, column, name, source, line);
@@ -95,9 +111,22 @@ absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text, std::string_v
     Buffer buffer;
     buffer.id = set.buffers.size();
     if (columns->id != -1) {
-      absl::StatusOr<int64_t> id = field(columns->id, "id");
-      if (!id.ok()) return id.status();
-      buffer.id = *id;
+      const absl::string_view id_text =
+          absl::StripAsciiWhitespace(fields[columns->id]);
+      if (set.buffers.empty())
+        textual_ids = !absl::SimpleAtoi(id_text, &buffer.id);
+      if (textual_ids) {
+        if (id_text.empty()) return RowError(source, line, "empty id");
+        if (!names.insert(std::string(id_text)).second) {
+          return RowError(source, line,
+                          absl::StrFormat("duplicate id %s", id_text));
+        }
+        set.names.emplace_back(id_text);
+      } else {
+        absl::StatusOr<int64_t> id = field(columns->id, "id");
+        if (!id.ok()) return id.status();
+        buffer.id = *id;
+      }
     }
     absl::StatusOr<int64_t> size = field(columns->size, "size");
     if (!size.ok()) return size.status();
@@ -108,9 +137,10 @@ absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text, std::string_v
       if (!lower.ok()) return lower.status();
       if (!upper.ok()) return upper.status();
       if (*upper <= *lower) {
-        return RowError(source, line,
-                        absl::StrFormat("buffer %d: upper %d must exceed lower %d", buffer.id,
-                                        *upper, *lower));
+        return RowError(
+            source, line,
+            absl::StrFormat("buffer %d: upper %d must exceed lower %d",
+                            buffer.id, *upper, *lower));
       }
       buffer.lower = *lower;
       buffer.upper = *upper;
@@ -120,9 +150,10 @@ absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text, std::string_v
       if (!first.ok()) return first.status();
       if (!last.ok()) return last.status();
       if (*first > *last || *last == INT64_MAX) {
-        return RowError(source, line,
-                        absl::StrFormat("buffer %d: first_task %d is after last_task %d",
-                                        buffer.id, *first, *last));
+        return RowError(
+            source, line,
+            absl::StrFormat("buffer %d: first_task %d is after last_task %d",
+                            buffer.id, *first, *last));
       }
       buffer.lower = *first;
       buffer.upper = *last + 1;
@@ -133,7 +164,8 @@ absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text, std::string_v
       buffer.offset = *offset;
     }
     if (!ids.insert(buffer.id).second) {
-      return RowError(source, line, absl::StrFormat("duplicate id %d", buffer.id));
+      return RowError(source, line,
+                      absl::StrFormat("duplicate id %d", buffer.id));
     }
     set.buffers.push_back(buffer);
   }
@@ -143,7 +175,8 @@ absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text, std::string_v
 
 absl::StatusOr<BufferSet> ReadBufferSetCsv(const std::string& path) {
   std::ifstream file(path);
-  if (!file) return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
+  if (!file)
+    return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
   std::stringstream contents;
   contents << file.rdbuf();
   return ParseBufferSetCsv(contents.str(), path);
@@ -152,15 +185,24 @@ absl::StatusOr<BufferSet> ReadBufferSetCsv(const std::string& path) {
 std::string FormatBufferSetCsv(const BufferSet& set,
                                const std::vector<ExtraColumn>& extra_columns) {
   const bool closed = set.convention == IntervalConvention::kClosed;
-  const bool with_offset = std::any_of(set.buffers.begin(), set.buffers.end(),
-                                       [](const Buffer& b) { return b.offset.has_value(); });
-  std::string out = closed ? "id,first_task,last_task,size" : "id,lower,upper,size";
+  const bool with_offset =
+      std::any_of(set.buffers.begin(), set.buffers.end(),
+                  [](const Buffer& b) { return b.offset.has_value(); });
+  std::string out =
+      closed ? "id,first_task,last_task,size" : "id,lower,upper,size";
   if (with_offset) out += ",offset";
-  for (const ExtraColumn& column : extra_columns) absl::StrAppend(&out, ",", column.name);
+  for (const ExtraColumn& column : extra_columns)
+    absl::StrAppend(&out, ",", column.name);
   out += "\n";
   for (size_t i = 0; i < set.buffers.size(); ++i) {
     const Buffer& b = set.buffers[i];
-    absl::StrAppend(&out, b.id, ",", b.lower, ",", closed ? b.upper - 1 : b.upper, ",", b.size);
+    if (set.names.empty()) {
+      absl::StrAppend(&out, b.id);
+    } else {
+      out += set.names[i];
+    }
+    absl::StrAppend(&out, ",", b.lower, ",", closed ? b.upper - 1 : b.upper,
+                    ",", b.size);
     if (with_offset) {
       if (b.offset) {
         absl::StrAppend(&out, ",", *b.offset);
@@ -168,7 +210,8 @@ std::string FormatBufferSetCsv(const BufferSet& set,
         out += ",";
       }
     }
-    for (const ExtraColumn& column : extra_columns) absl::StrAppend(&out, ",", column.values[i]);
+    for (const ExtraColumn& column : extra_columns)
+      absl::StrAppend(&out, ",", column.values[i]);
     out += "\n";
   }
   return out;

@@ -1,10 +1,12 @@
-// BufferSet: buffers with sizes and lifetimes, the input of every offline planner.
+// BufferSet: buffers with sizes and lifetimes, the input of every offline
+// planner.
 //
 // One internal representation: each buffer is live in the half-open interval
 // [lower, upper) of time steps. Files may use either convention of design.md
 // §3.2 and are converted on read and back on write:
 //   - `id,lower,upper,size` (MiniMalloc / idealloc): half-open, kept as is;
-//   - `id,first_task,last_task,size` (TFLite): closed, read as [first, last + 1).
+//   - `id,first_task,last_task,size` (TFLite): closed, read as [first, last +
+//   1).
 // An optional `offset` column carries a given placement.
 //
 //   absl::StatusOr<BufferSet> set = ReadBufferSetCsv("resnet50.csv");
@@ -44,11 +46,16 @@ struct BufferSet {
   std::vector<Buffer> buffers;
   // The convention the set was read in; the writer uses it again.
   IntervalConvention convention = IntervalConvention::kHalfOpen;
+  // Textual ids as read (MiniMalloc files use ids such as "b1"): empty when
+  // every id is a number; otherwise names[i] belongs to buffers[i], whose
+  // numeric id is then its row index. The writer prints the names again.
+  std::vector<std::string> names;
 };
 
-// Parses CSV text; `source` names it in errors ("path:line: what").
-absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text,
-                                            std::string_view source = "<input>");
+// Parses CSV text; `source` names it in errors ("path:line: what"). Ids may be
+// numbers or, in every row, text (see BufferSet::names).
+absl::StatusOr<BufferSet> ParseBufferSetCsv(
+    std::string_view text, std::string_view source = "<input>");
 absl::StatusOr<BufferSet> ReadBufferSetCsv(const std::string& path);
 
 // Writes the set in its own convention, with an `offset` column when any
@@ -58,8 +65,8 @@ struct ExtraColumn {
   std::string name;
   std::vector<int64_t> values;
 };
-std::string FormatBufferSetCsv(const BufferSet& set,
-                               const std::vector<ExtraColumn>& extra_columns = {});
+std::string FormatBufferSetCsv(
+    const BufferSet& set, const std::vector<ExtraColumn>& extra_columns = {});
 
 // Maximum over time of the sum of sizes of live buffers: the lower bound of
 // the height of any valid placement. O(n log n).
