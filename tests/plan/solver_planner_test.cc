@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "plan/solver/feasibility_search.h"
+#include "plan/solver/local_moves.h"
 #include "plan/solver/problem.h"
 #include "plan/solver/static_orders.h"
 #include "tensormem/plan/buffer_set.h"
@@ -227,6 +228,23 @@ TEST(OptimalPlannerTest, RegisteredAsTheOptimalStrategy) {
   EXPECT_TRUE(plan->extra.count("seconds_to_best"));
   EXPECT_GE(plan->total_size, plan->lower_bound);
   EXPECT_LE(plan->total_size, GreedyTotal(set, 1));
+}
+
+TEST(LocalMovesTest, EjectsOneBlockerToLowerTheTop) {
+  // T (tasks 1-2) is on top; every lower spot for it is blocked by exactly
+  // one of X (tasks 2-3) or Y (tasks 0-1), each of which can move elsewhere.
+  const std::vector<UsageRecord<>> records = {
+      {.tensor_size = 2, .first_task = 2, .last_task = 3},   // X
+      {.tensor_size = 2, .first_task = 0, .last_task = 1},   // Y
+      {.tensor_size = 2, .first_task = 1, .last_task = 2}};  // T
+  std::vector<uint64_t> offsets = {0, 2, 4};
+  const uint64_t total = solver_internal::ImproveByLocalMoves(
+      records, 1, offsets,
+      std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  EXPECT_EQ(total, 4u);
+  // T takes the bottom once one blocker (X or Y) moved into a gap below 6.
+  EXPECT_LT(offsets[2], 4u);
+  EXPECT_TRUE(CheckOffsets(records, {offsets, total}).ok());
 }
 
 TEST(OptimalPlannerTest, ParsesTimeLimits) {

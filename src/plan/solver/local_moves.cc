@@ -20,19 +20,28 @@ uint64_t TotalSize(const std::vector<UsageRecord<>>& records,
   return total;
 }
 
+// An address range a pending move has claimed for a buffer live at the same
+// time, so a gap search must avoid it.
+struct Claim {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
 // The lowest aligned offset at which `tensor` fits between its neighbours
-// and ends strictly below `total`, if any.
+// (ignoring `skip`, and avoiding `claim`) and ends strictly below `total`.
 std::optional<uint64_t> LowestGapBelow(
     const std::vector<UsageRecord<>>& records,
     const std::vector<uint64_t>& offsets, size_t tensor,
-    const std::vector<size_t>& neighbours, uint64_t alignment, uint64_t total) {
-  std::vector<std::pair<uint64_t, uint64_t>>
-      taken;  // [begin, end) of neighbours
+    const std::vector<size_t>& neighbours, uint64_t alignment, uint64_t total,
+    size_t skip, std::optional<Claim> claim) {
+  std::vector<std::pair<uint64_t, uint64_t>> taken;  // [begin, end)
   for (const size_t other : neighbours) {
-    if (other == tensor || records[other].tensor_size == 0) continue;
+    if (other == tensor || other == skip || records[other].tensor_size == 0)
+      continue;
     taken.emplace_back(offsets[other],
                        offsets[other] + records[other].tensor_size);
   }
+  if (claim) taken.emplace_back(claim->begin, claim->end);
   std::sort(taken.begin(), taken.end());
   const uint64_t size = records[tensor].tensor_size;
   uint64_t candidate = 0;
@@ -42,6 +51,55 @@ std::optional<uint64_t> LowestGapBelow(
   }
   if (candidate + size >= total) return std::nullopt;
   return candidate;
+}
+
+// Lowers `tensor` below `total` by moving the one neighbour that blocks some
+// lower spot into a gap of its own, also below `total`. True if it did.
+bool LowerWithOneEjection(const std::vector<UsageRecord<>>& records,
+                          const internal::PlacedIntervalIndex& index,
+                          std::vector<uint64_t>& offsets, size_t tensor,
+                          const std::vector<size_t>& neighbours,
+                          uint64_t alignment, uint64_t total,
+                          std::chrono::steady_clock::time_point deadline) {
+  const uint64_t size = records[tensor].tensor_size;
+  // Spots worth trying: the bottom and the aligned tops of the neighbours.
+  std::vector<uint64_t> spots = {0};
+  for (const size_t other : neighbours) {
+    if (other != tensor && records[other].tensor_size > 0) {
+      spots.push_back(
+          RoundUp(offsets[other] + records[other].tensor_size, alignment));
+    }
+  }
+  std::sort(spots.begin(), spots.end());
+  spots.erase(std::unique(spots.begin(), spots.end()), spots.end());
+  std::vector<size_t> blocker_neighbours;
+  for (const uint64_t spot : spots) {
+    if (spot + size >= total) break;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    size_t blocker = tensor;
+    int blockers = 0;
+    for (const size_t other : neighbours) {
+      const uint64_t other_size = records[other].tensor_size;
+      if (other == tensor || other_size == 0) continue;
+      if (offsets[other] < spot + size && spot < offsets[other] + other_size) {
+        blocker = other;
+        if (++blockers > 1) break;
+      }
+    }
+    if (blockers != 1) continue;
+    blocker_neighbours.clear();
+    index.FindOverlapping(records[blocker].first_task,
+                          records[blocker].last_task, blocker_neighbours);
+    const std::optional<uint64_t> moved =
+        LowestGapBelow(records, offsets, blocker, blocker_neighbours, alignment,
+                       total, tensor, Claim{spot, spot + size});
+    if (moved) {
+      offsets[tensor] = spot;
+      offsets[blocker] = *moved;
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -62,12 +120,13 @@ uint64_t ImproveByLocalMoves(const std::vector<UsageRecord<>>& records,
       neighbours.clear();
       index.FindOverlapping(records[i].first_task, records[i].last_task,
                             neighbours);
-      const std::optional<uint64_t> lower =
-          LowestGapBelow(records, offsets, i, neighbours, alignment, total);
+      const std::optional<uint64_t> lower = LowestGapBelow(
+          records, offsets, i, neighbours, alignment, total, i, std::nullopt);
       if (lower) {
         offsets[i] = *lower;
       } else {
-        all_moved = false;
+        all_moved = LowerWithOneEjection(records, index, offsets, i, neighbours,
+                                         alignment, total, deadline);
       }
     }
     if (!all_moved) break;

@@ -4,7 +4,9 @@
 // This is what the optimal planner does on sets too large to search (10^4 to
 // 10^5 buffers): each round takes the buffers ending at the current total and
 // moves each into the lowest aligned gap, among the buffers live at the same
-// time, that ends below the total. A round in which every such buffer moved
+// time, that ends below the total; when there is none, it looks for a lower
+// spot blocked by a single neighbour that can itself move into a gap below
+// the total, and moves both. A round in which every such buffer moved
 // lowers the total; the first round in which one cannot move ends the work.
 // Memory is O(n); each lookup costs O(log n + k log n) for k neighbours.
 //
