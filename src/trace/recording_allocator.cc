@@ -13,7 +13,7 @@ TraceRecordingAllocator::TraceRecordingAllocator(Allocator& wrapped,
       writer_(writer) {}
 
 uint64_t TraceRecordingAllocator::events_recorded() const {
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   return events_recorded_;
 }
 
@@ -44,7 +44,7 @@ void* TraceRecordingAllocator::DoAllocate(size_t bytes, size_t alignment) {
 
   event.failed = ptr == nullptr;
   event.time_ns = NanosSinceStart();
-  absl::MutexLock lock(&mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   event.id = next_id_++;
   event.stream = StreamOfThisThread();
   if (ptr != nullptr) live_ids_[ptr] = event.id;
@@ -58,7 +58,7 @@ absl::Status TraceRecordingAllocator::DoDeallocate(void* ptr) {
     // The free is written before the block is released: once released, its
     // address may be handed to another thread, whose allocation must come
     // after this free in the trace.
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     auto it = live_ids_.find(ptr);
     if (it != live_ids_.end()) {
       TraceEvent event = TraceEvent::Free(it->second);

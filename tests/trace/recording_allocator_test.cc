@@ -3,13 +3,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tensormem/core/checked_math.h"
@@ -35,13 +35,13 @@ class FakeAllocator : public Allocator {
       return nullptr;
     void* ptr = std::aligned_alloc(
         alignment, (bytes + alignment - 1) / alignment * alignment);
-    absl::MutexLock lock(&mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
     live_.insert(ptr);
     return ptr;
   }
   absl::Status DoDeallocate(void* ptr) override {
     {
-      absl::MutexLock lock(&mutex_);
+      std::lock_guard<std::mutex> lock(mutex_);
       if (live_.erase(ptr) == 0)
         return absl::InvalidArgumentError("unknown pointer");
     }
@@ -50,7 +50,7 @@ class FakeAllocator : public Allocator {
   }
 
   const size_t limit_;
-  absl::Mutex mutex_;
+  std::mutex mutex_;
   absl::flat_hash_set<void*> live_;
 };
 

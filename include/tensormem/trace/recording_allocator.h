@@ -18,13 +18,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "tensormem/alloc/allocator.h"
 #include "tensormem/trace/trace_io.h"
 
@@ -61,7 +61,9 @@ class TraceRecordingAllocator : public Allocator {
   Allocator& wrapped_;
   const std::chrono::steady_clock::time_point start_;
 
-  mutable absl::Mutex mutex_;
+  // std::mutex rather than absl::Mutex: Debian's Abseil is built without
+  // ThreadSanitizer hooks, so TSan could not see absl::Mutex's ordering.
+  mutable std::mutex mutex_;
   TraceWriter& writer_ ABSL_GUARDED_BY(mutex_);
   uint64_t next_id_ ABSL_GUARDED_BY(mutex_) = 0;
   uint64_t events_recorded_ ABSL_GUARDED_BY(mutex_) = 0;
