@@ -93,13 +93,6 @@ TEST(ModelCorpusTest, EveryBufferSetIsPlacedWithinBoundsAndPassesTheChecker) {
   }
 }
 
-TEST(RecordedTraceTest, FreshPluginTraceReplaysWithoutFailure) {
-  const char* path = std::getenv("TENSORMEM_RECORDED_TRACE");
-  if (path == nullptr)
-    GTEST_SKIP()
-        << "TENSORMEM_RECORDED_TRACE not set (ctest's fixture sets it)";
-  ExpectReplaysWithoutFailure(path);
-}
 
 }  // namespace
 }  // namespace tensormem
