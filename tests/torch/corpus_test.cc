@@ -93,6 +93,5 @@ TEST(ModelCorpusTest, EveryBufferSetIsPlacedWithinBoundsAndPassesTheChecker) {
   }
 }
 
-
 }  // namespace
 }  // namespace tensormem
