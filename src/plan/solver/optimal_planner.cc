@@ -137,9 +137,9 @@ absl::Status Search(const BufferSet& set, const Problem& problem,
   while (Clock::now() < deadline && best > result.lower_bound) {
     // Each round first gives the bound the full node budget: tight sets reach
     // it, and near the bound the search is no easier than at it. Then it
-    // bisects towards the best plan with an eighth of the budget, which pays
-    // off while the gap is wide; the first target that runs out of nodes ends
-    // the round, and the next one doubles the budget and adds orders.
+    // bisects between the bound and the best plan with an eighth of the
+    // budget, moving up past targets that run out of nodes, until the targets
+    // meet the best plan; the next round doubles the budget and adds orders.
     const bool at_bound = first_in_round || options.capacity.has_value();
     const uint64_t target = options.capacity ? *options.capacity
                             : at_bound
@@ -186,7 +186,6 @@ absl::Status Search(const BufferSet& set, const Problem& problem,
         break;
       case SearchOutcome::kStopped:
         lowest_open = target + 1;
-        end_round = end_round || !at_bound;
         break;
     }
     if (end_round || lowest_open >= best) {
