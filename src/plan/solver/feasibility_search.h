@@ -6,19 +6,23 @@
 // buffers it overlaps in time (its "floor"). Every packing that fits can be
 // pushed down into one such sequence, and ties at one offset are taken in
 // static-order rank, so each packing is visited at most once. Pruning:
-//   - a section whose floor plus the bytes still unplaced in it exceeds the
-//     capacity fails (no gap below a floor is usable any more);
+//   - sections (staircase): for every offset r, the unplaced buffers of a
+//     section that cannot go below r must fit between r and the capacity
+//     (no gap below a floor is usable any more);
 //   - dominance: a buffer is only placed below the lowest top any unplaced
-//     buffer could reach, since otherwise that buffer could drop under it;
+//     buffer would have at its floor, since that buffer could sink under it;
 //   - a buffer may only go where it touches a placed buffer (or at 0), since
-//     one floating above its floor could sink;
+//     one floating above its floor could sink; one that can no longer do so
+//     at the current offset must land on a neighbour placed later, or never;
+//   - a failed candidate with no unplaced neighbour ends the node;
 //   - when no unplaced buffer spans some time cut, the two sides are solved
 //     as independent sub-problems (no backtracking across them).
 //
 //   FeasibilitySearch search(problem, ranks);
 //   SearchLimits limits{.node_limit = 100000};
-//   if (search.Run(1 << 20, limits) == SearchOutcome::kFound)
-//   use(search.offsets());
+//   if (search.Run(1 << 20, limits) == SearchOutcome::kFound) {
+//     use(search.offsets());
+//   }
 #ifndef TENSORMEM_PLAN_SOLVER_FEASIBILITY_SEARCH_H_
 #define TENSORMEM_PLAN_SOLVER_FEASIBILITY_SEARCH_H_
 
