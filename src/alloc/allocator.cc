@@ -20,17 +20,19 @@ void Allocator::Deallocate(void* ptr) {
       }
       [[fallthrough]];
     case MisusePolicy::kLogAndIgnore:
-      std::fprintf(stderr, "tensormem: %s: %s\n", Name().c_str(), status.ToString().c_str());
+      std::fprintf(stderr, "tensormem: %s: %s\n", Name().c_str(),
+                   status.ToString().c_str());
       return;
     case MisusePolicy::kLogAndAbort:
-      std::fprintf(stderr, "tensormem: %s: %s (aborting; see SetMisusePolicy)\n",
+      std::fprintf(stderr,
+                   "tensormem: %s: %s (aborting; see SetMisusePolicy)\n",
                    Name().c_str(), status.ToString().c_str());
       std::abort();
   }
 }
 
-void Allocator::SetMisusePolicy(MisusePolicy policy,
-                                std::function<void(const absl::Status&)> callback) {
+void Allocator::SetMisusePolicy(
+    MisusePolicy policy, std::function<void(const absl::Status&)> callback) {
   misuse_policy_ = policy;
   misuse_callback_ = std::move(callback);
 }
@@ -40,9 +42,10 @@ std::string AllocatorStats::DebugString() const {
       "Limit:            %s\nInUse:            %s\nMaxInUse:         %s\n"
       "NumAllocs:        %d\nMaxAllocSize:     %s\nPool:             %s\n"
       "PeakPool:         %s\nLargestFreeBlock: %s\n",
-      bytes_limit ? HumanBytes(*bytes_limit) : std::string("none"), HumanBytes(bytes_in_use),
-      HumanBytes(peak_bytes_in_use), num_allocs, HumanBytes(largest_alloc_size),
-      HumanBytes(pool_bytes), HumanBytes(peak_pool_bytes), HumanBytes(largest_free_block_bytes));
+      bytes_limit ? HumanBytes(*bytes_limit) : std::string("none"),
+      HumanBytes(bytes_in_use), HumanBytes(peak_bytes_in_use), num_allocs,
+      HumanBytes(largest_alloc_size), HumanBytes(pool_bytes),
+      HumanBytes(peak_pool_bytes), HumanBytes(largest_free_block_bytes));
 }
 
 }  // namespace tensormem

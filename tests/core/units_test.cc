@@ -17,10 +17,12 @@ TEST(ParseByteSizeTest, AcceptsPlainBytesAndBinarySuffixes) {
 }
 
 TEST(ParseByteSizeTest, RejectsMalformedAndOverflowingSizes) {
-  for (const char* bad : {"", "M", "12X", "1.2.3", "-5", "5 MiBs", "99999999999999T"}) {
+  for (const char* bad :
+       {"", "M", "12X", "1.2.3", "-5", "5 MiBs", "99999999999999T"}) {
     absl::StatusOr<uint64_t> parsed = ParseByteSize(bad);
     ASSERT_FALSE(parsed.ok()) << bad;
-    EXPECT_NE(parsed.status().message().find("invalid size"), std::string::npos);
+    EXPECT_NE(parsed.status().message().find("invalid size"),
+              std::string::npos);
   }
 }
 

@@ -1,13 +1,15 @@
 // Allocator: the interface every tensormem allocator and adaptor implements.
 //
 // The public calls are non-virtual and forward to private Do* hooks, so the
-// misuse policy (what happens on a bad free) lives in one place for all of them.
-// The allocation hot path returns nullptr on out-of-memory and never throws.
+// misuse policy (what happens on a bad free) lives in one place for all of
+// them. The allocation hot path returns nullptr on out-of-memory and never
+// throws.
 //
 //   std::unique_ptr<Allocator> allocator = ...;
 //   void* p = allocator->Allocate(4096);        // nullptr when out of memory
 //   absl::Status s = allocator->CheckedDeallocate(p);
-//   allocator->Deallocate(p);                   // double free: handled by policy
+//   allocator->Deallocate(p);                   // double free: handled by
+//   policy
 #ifndef TENSORMEM_ALLOC_ALLOCATOR_H_
 #define TENSORMEM_ALLOC_ALLOCATOR_H_
 
@@ -58,17 +60,24 @@ class Allocator {
   }
 
   // Statistics with TensorFlow's names, when the allocator keeps them.
-  virtual std::optional<AllocatorStats> GetStats() const { return std::nullopt; }
+  virtual std::optional<AllocatorStats> GetStats() const {
+    return std::nullopt;
+  }
   // Resets num_allocs, the peak (to the bytes in use now) and the largest
   // allocation. Returns false when the allocator keeps no statistics.
   virtual bool ClearStats() { return false; }
 
   // Sizes of a live block: as requested, and as actually reserved for it.
-  virtual std::optional<size_t> RequestedSize(const void* ptr) const { return std::nullopt; }
-  virtual std::optional<size_t> AllocatedSize(const void* ptr) const { return std::nullopt; }
+  virtual std::optional<size_t> RequestedSize(const void* ptr) const {
+    return std::nullopt;
+  }
+  virtual std::optional<size_t> AllocatedSize(const void* ptr) const {
+    return std::nullopt;
+  }
 
-  void SetMisusePolicy(MisusePolicy policy,
-                       std::function<void(const absl::Status&)> callback = nullptr);
+  void SetMisusePolicy(
+      MisusePolicy policy,
+      std::function<void(const absl::Status&)> callback = nullptr);
 
  private:
   virtual void* DoAllocate(size_t bytes, size_t alignment) = 0;

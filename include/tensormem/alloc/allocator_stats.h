@@ -9,12 +9,12 @@
 namespace tensormem {
 
 struct AllocatorStats {
-  int64_t num_allocs = 0;           // allocations served since the last ClearStats
-  uint64_t bytes_in_use = 0;        // sum of chunk sizes handed out
+  int64_t num_allocs = 0;     // allocations served since the last ClearStats
+  uint64_t bytes_in_use = 0;  // sum of chunk sizes handed out
   uint64_t peak_bytes_in_use = 0;
   uint64_t largest_alloc_size = 0;  // largest chunk handed out
   std::optional<uint64_t> bytes_limit;
-  uint64_t pool_bytes = 0;          // bytes held from the upstream
+  uint64_t pool_bytes = 0;  // bytes held from the upstream
   uint64_t peak_pool_bytes = 0;
   uint64_t largest_free_block_bytes = 0;
 

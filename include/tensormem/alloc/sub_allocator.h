@@ -20,7 +20,13 @@
 
 namespace tensormem {
 
-enum class MemoryKind { kUnknown, kDevice, kHostPageable, kHostPinned, kSimulated };
+enum class MemoryKind {
+  kUnknown,
+  kDevice,
+  kHostPageable,
+  kHostPinned,
+  kSimulated
+};
 
 class SubAllocator {
  public:
@@ -29,14 +35,16 @@ class SubAllocator {
 
   explicit SubAllocator(std::vector<Visitor> alloc_visitors = {},
                         std::vector<Visitor> free_visitors = {})
-      : alloc_visitors_(std::move(alloc_visitors)), free_visitors_(std::move(free_visitors)) {}
+      : alloc_visitors_(std::move(alloc_visitors)),
+        free_visitors_(std::move(free_visitors)) {}
   virtual ~SubAllocator() = default;
   SubAllocator(const SubAllocator&) = delete;
   SubAllocator& operator=(const SubAllocator&) = delete;
 
   // Returns a region of *bytes_received >= bytes bytes aligned to `alignment`,
   // or nullptr (and *bytes_received = 0) when it cannot.
-  virtual void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) = 0;
+  virtual void* Alloc(size_t alignment, size_t bytes,
+                      size_t* bytes_received) = 0;
   // Returns a region (the pointer and size that Alloc reported).
   virtual void Free(void* ptr, size_t bytes) = 0;
   // True when consecutive regions may be contiguous and merged by the caller.

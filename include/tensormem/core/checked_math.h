@@ -33,16 +33,20 @@ constexpr std::optional<uint64_t> CheckedMul(uint64_t a, uint64_t b) {
 }
 
 // Smallest multiple of `multiple` (> 0) that is >= n, or nullopt on overflow.
-constexpr std::optional<uint64_t> CheckedRoundUp(uint64_t n, uint64_t multiple) {
+constexpr std::optional<uint64_t> CheckedRoundUp(uint64_t n,
+                                                 uint64_t multiple) {
   const uint64_t remainder = n % multiple;
   if (remainder == 0) return n;
   return CheckedAdd(n, multiple - remainder);
 }
 
 // Largest multiple of `multiple` (> 0) that is <= n.
-constexpr uint64_t RoundDown(uint64_t n, uint64_t multiple) { return n - n % multiple; }
+constexpr uint64_t RoundDown(uint64_t n, uint64_t multiple) {
+  return n - n % multiple;
+}
 
-// Rounds up where the caller has already bounded n (e.g. below the memory limit).
+// Rounds up where the caller has already bounded n (e.g. below the memory
+// limit).
 constexpr uint64_t RoundUp(uint64_t n, uint64_t multiple) {
   return (n + multiple - 1) / multiple * multiple;
 }
