@@ -1,11 +1,15 @@
 // tensormem: deep-learning memory management from the command line.
+//
+// Exit codes: 0 success, 1 bad input or a failed run, 2 bad flags.
 #include <cstdio>
+#include <exception>
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"tensormem: allocate, plan, replay and measure deep-learning memory"};
+  CLI::App app{
+      "tensormem: allocate, plan, replay and measure deep-learning memory"};
   app.set_version_flag("--version", "tensormem 0.1.0");
   app.require_subcommand(1);
   tensormem::cli::AddPlanCommand(app);
@@ -14,6 +18,18 @@ int main(int argc, char** argv) {
   tensormem::cli::AddReportCommand(app);
   tensormem::cli::AddBenchCommand(app);
   tensormem::cli::AddConvertCommand(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();  // a command already explained its failure
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints what was wrong with the flags
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tensormem: error: %s\n", e.what());
+    return 1;
+  }
   return 0;
 }
