@@ -194,9 +194,9 @@ def extract_buffers(graph_module, modules, fuse):
             buffer_of[node] = buffer_of[first_input]
             continue
         if node.op == "call_function" and node.target is operator.getitem and size:
-            buffer_of[node] = buffer_of.get(first_input, None)
-            if buffer_of[node] is None:
-                del buffer_of[node]
+            # An element or slice of a computed value: a view of its buffer.
+            if first_input is not None:
+                buffer_of[node] = buffer_of[first_input]
             continue
         if size == 0:
             continue  # shape arithmetic and other non-tensor values
