@@ -135,7 +135,9 @@ TEST(OptimalPlannerTest, CapacityBelowTheLowerBoundFailsWithoutSearching) {
 }
 
 TEST(OptimalPlannerTest, FitsChallengingInstancesAtTheirCapacity) {
-  for (const char* name : {"A", "F"}) {
+  // E only fits under the contention-then-overlaps order (the others run
+  // past 400k nodes), so this also guards the choice of base orders.
+  for (const char* name : {"A", "E", "F"}) {
     const BufferSet set = ReadBundled(std::string("minimalloc/challenging/") +
                                       name + ".1048576.csv");
     OptimalPlanOptions options;

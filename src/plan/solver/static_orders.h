@@ -2,8 +2,9 @@
 //
 // The search tries candidates in a fixed rank order; which order reaches a
 // packing first varies per instance, so restarts (and threads) cycle through
-// several: most contended sections first, largest first, longest first,
-// largest area first, then seeded perturbations of the first.
+// several: most contended sections first (then longest, or largest area, or
+// most overlapping), longest first, largest first, then seeded perturbations
+// of each. The problem's overlap lists must be built.
 //
 //   std::vector<int> rank = StaticOrderRanks(problem, /*index=*/0);
 #ifndef TENSORMEM_PLAN_SOLVER_STATIC_ORDERS_H_
@@ -16,7 +17,7 @@
 namespace tensormem::solver_internal {
 
 // Number of deterministic orders before the perturbed ones begin.
-inline constexpr int kBaseOrderCount = 4;
+inline constexpr int kBaseOrderCount = 5;
 
 // rank[i] = position of buffer i in order `index` (any index >= 0 is valid;
 // indexes >= kBaseOrderCount give perturbations seeded by the index).
