@@ -27,6 +27,8 @@ using solver_internal::SearchOutcome;
 // Beyond these the search's O(n^2) lists would not pay off; local moves run.
 constexpr size_t kMaxSearchBuffers = 4096;
 constexpr uint64_t kMaxOverlapPairs = uint64_t{16} << 20;
+// Restarts add perturbed orders only from this per-order node budget on.
+constexpr uint64_t kPerturbFromNodeLimit = 1 << 16;
 // GREEDY_BY_SIZE is quadratic; above this the best-fit family alone starts.
 constexpr size_t kMaxGreedyBySizeBuffers = 5000;
 
@@ -153,11 +155,14 @@ absl::Status Search(const BufferSet& set, const Problem& problem,
         .orders = {},
         .threads = options.threads,
         .deadline = deadline};
-    for (int k = 0; k < solver_internal::kBaseOrderCount; ++k) {
+    // The base orders first (each solves some instance quickly), then, once
+    // the budget is large enough that they have had a fair chance, one
+    // perturbation of each: earlier, perturbations only double each round.
+    for (int k = 0; k < solver_internal::kBaseOrderCount; ++k)
       request.orders.push_back(k);
-      if (round > 0)
-        request.orders.push_back(solver_internal::kBaseOrderCount * round + k);
-    }
+    const bool perturb = round > 0 && node_limit >= kPerturbFromNodeLimit;
+    for (int k = 0; perturb && k < solver_internal::kBaseOrderCount; ++k)
+      request.orders.push_back(solver_internal::kBaseOrderCount * round + k);
     const FeasibilityAnswer answer =
         solver_internal::RunFeasibility(problem, request);
     result.nodes += answer.nodes;

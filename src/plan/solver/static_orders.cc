@@ -69,7 +69,7 @@ std::vector<int> StaticOrderRanks(const Problem& problem, int index) {
       // Contention, then the number of buffers live beside it: among equally
       // contended buffers, the most entangled first. MiniMalloc's
       // challenging set E needs it (1.6k nodes; the other orders run past
-      // 400k). `overlaps` must be built.
+      // 300k). `overlaps` must be built.
       sort_by([&](int i) {
         return std::make_tuple(keys[i].t, problem.overlaps[i].size(),
                                keys[i].w);
