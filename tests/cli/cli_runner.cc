@@ -1,11 +1,13 @@
 #include "cli/cli_runner.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -19,8 +21,10 @@ std::string ReadFileOrEmpty(const std::string& path) {
 }
 
 std::string FreshDirectory(const std::string& name) {
+  // CTest runs test processes in parallel: each process gets its own tree.
   const std::filesystem::path path =
-      std::filesystem::path(::testing::TempDir()) / name;
+      std::filesystem::path(::testing::TempDir()) /
+      ("tensormem_test_" + std::to_string(getpid())) / name;
   std::filesystem::remove_all(path);
   std::filesystem::create_directories(path);
   return path.string();
