@@ -1,5 +1,6 @@
 // End-to-end tests of `tensormem convert` through the built binary.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -42,7 +43,10 @@ std::string Data(const std::string& name) {
 }
 
 std::string Temp(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / name).string();
+  return (std::filesystem::path(::testing::TempDir()) /
+          // CTest runs test processes in parallel: names are per process.
+          (std::to_string(getpid()) + "_" + name))
+      .string();
 }
 
 std::string ReadFile(const std::string& path) {

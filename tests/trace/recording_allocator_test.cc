@@ -1,5 +1,7 @@
 #include "tensormem/trace/recording_allocator.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -55,7 +57,10 @@ class FakeAllocator : public Allocator {
 };
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / name).string();
+  return (std::filesystem::path(::testing::TempDir()) /
+          // CTest runs test processes in parallel: names are per process.
+          (std::to_string(getpid()) + "_" + name))
+      .string();
 }
 
 TEST(TraceRecordingAllocatorTest, RecordsAllocsFreesFailuresAndAlignment) {

@@ -1,5 +1,7 @@
 #include "tensormem/trace/trace_io.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,7 +16,10 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string TempPath(const std::string& name) {
-  return (std::filesystem::path(::testing::TempDir()) / name).string();
+  return (std::filesystem::path(::testing::TempDir()) /
+          // CTest runs test processes in parallel: names are per process.
+          (std::to_string(getpid()) + "_" + name))
+      .string();
 }
 
 std::string ErrorOf(std::string_view text) {
