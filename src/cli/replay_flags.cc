@@ -13,9 +13,9 @@ void AddAllocatorFlags(CLI::App& command, AllocatorFlags& flags) {
       "--sub-allocator", flags.sub_allocator,
       "where bfc gets its regions: simulated (default, address space only), "
       "host or vmm");
-  command.add_option(
-      "--memory-limit", flags.memory_limit,
-      "limit such as 16G (default: the simulated capacity, 1TiB)");
+  command.add_option("--memory-limit", flags.memory_limit,
+                     "limit such as 16G (default: the simulated capacity, " +
+                         HumanBytes(kDefaultReplayCapacity) + ")");
   command.add_flag("--growth,!--no-growth", flags.growth,
                    "grow the pool region by region (default) or take the whole "
                    "limit at once");

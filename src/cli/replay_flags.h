@@ -16,7 +16,7 @@ namespace tensormem::cli {
 struct AllocatorFlags {
   std::string allocator = "bfc";
   std::string sub_allocator = "simulated";
-  std::string memory_limit;  // empty: the simulated capacity (1 TiB)
+  std::string memory_limit;  // empty: kDefaultReplayCapacity
   bool growth = true;
   bool gc = false;
   double fragmentation_fraction = 0;

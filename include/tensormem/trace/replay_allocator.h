@@ -25,13 +25,22 @@
 
 namespace tensormem {
 
+// The address space a replay reserves unless told otherwise. ThreadSanitizer
+// keeps most of the address space for its shadow memory, so a TSan build
+// reserves less.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr uint64_t kDefaultReplayCapacity = 64 * kGiB;
+#else
+inline constexpr uint64_t kDefaultReplayCapacity = kTiB;
+#endif
+
 struct ReplayAllocatorConfig {
   std::string allocator = "bfc";            // see ReplayAllocatorKinds()
   std::string sub_allocator = "simulated";  // bfc only: simulated | host | vmm
   bool coalescing = false;                  // of the simulated sub-allocator
   // Address space of the simulated and vmm sub-allocators; raised to the
   // memory limit when that is larger.
-  uint64_t capacity = kTiB;
+  uint64_t capacity = kDefaultReplayCapacity;
   // Default: `capacity`. For `system`, a limit wraps it in a LimitingAllocator.
   std::optional<uint64_t> memory_limit;
   bool growth = true;
