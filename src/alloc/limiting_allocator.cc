@@ -1,9 +1,5 @@
 #include "tensormem/alloc/limiting_allocator.h"
 
-#include <algorithm>
-
-#include "absl/strings/str_format.h"
-
 namespace tensormem {
 
 void* LimitingAllocator::DoAllocate(size_t bytes, size_t alignment) {
@@ -24,16 +20,7 @@ void* LimitingAllocator::DoAllocate(size_t bytes, size_t alignment) {
     committed_bytes_ -= bytes;
     if (charged <= limit_bytes_ - committed_bytes_) {
       committed_bytes_ += charged;
-      blocks_.emplace(ptr, Block{bytes, charged});
-      ++stats_.num_allocs;
-      stats_.bytes_in_use += charged;
-      stats_.peak_bytes_in_use =
-          std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-      stats_.largest_alloc_size =
-          std::max<uint64_t>(stats_.largest_alloc_size, charged);
-      stats_.pool_bytes = stats_.bytes_in_use;
-      stats_.peak_pool_bytes =
-          std::max(stats_.peak_pool_bytes, stats_.pool_bytes);
+      ledger_.Add(ptr, {.requested = bytes, .charged = charged});
       return ptr;
     }
   }
@@ -43,62 +30,45 @@ void* LimitingAllocator::DoAllocate(size_t bytes, size_t alignment) {
 }
 
 absl::Status LimitingAllocator::DoDeallocate(void* ptr) {
-  Block block;
+  absl::StatusOr<BlockLedger::Block> block;
   {
     // Claim the block first, so two racing frees of it cannot both reach the
     // wrapped allocator.
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = blocks_.find(ptr);
-    if (it == blocks_.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("free of %p, which is not a live block of %s (never "
-                          "allocated through it, interior, "
-                          "or already freed)",
-                          ptr, Name()));
-    }
-    block = it->second;
-    blocks_.erase(it);
+    block = ledger_.Take(ptr, Name());
+    if (!block.ok()) return block.status();
   }
-  if (absl::Status status = wrapped_.CheckedDeallocate(ptr); !status.ok()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    blocks_.emplace(ptr, block);  // refused: the books stay as they were
+  absl::Status status = wrapped_.CheckedDeallocate(ptr);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!status.ok()) {
+    ledger_.Restore(ptr, *block);  // refused: the books stay as they were
     return status;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  committed_bytes_ -= block.charged;
-  stats_.bytes_in_use -= block.charged;
-  stats_.pool_bytes = stats_.bytes_in_use;
+  committed_bytes_ -= block->charged;
   return absl::OkStatus();
 }
 
 std::optional<AllocatorStats> LimitingAllocator::GetStats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  AllocatorStats stats = stats_;
+  AllocatorStats stats = ledger_.stats();
   stats.bytes_limit = limit_bytes_;
   return stats;
 }
 
 bool LimitingAllocator::ClearStats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  stats_.num_allocs = 0;
-  stats_.peak_bytes_in_use = stats_.bytes_in_use;
-  stats_.largest_alloc_size = 0;
-  stats_.peak_pool_bytes = stats_.pool_bytes;
+  ledger_.ClearStats();
   return true;
 }
 
 std::optional<size_t> LimitingAllocator::RequestedSize(const void* ptr) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = blocks_.find(ptr);
-  if (it == blocks_.end()) return std::nullopt;
-  return it->second.requested;
+  return ledger_.RequestedSize(ptr);
 }
 
 std::optional<size_t> LimitingAllocator::AllocatedSize(const void* ptr) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = blocks_.find(ptr);
-  if (it == blocks_.end()) return std::nullopt;
-  return it->second.charged;
+  return ledger_.ChargedSize(ptr);
 }
 
 }  // namespace tensormem

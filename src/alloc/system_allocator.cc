@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "absl/strings/str_format.h"
 #include "tensormem/core/checked_math.h"
 
 namespace tensormem {
@@ -22,32 +21,15 @@ void* SystemAllocator::DoAllocate(size_t bytes, size_t alignment) {
     return nullptr;
   const size_t allocated = std::max(bytes, malloc_usable_size(ptr));
   std::lock_guard<std::mutex> lock(mutex_);
-  blocks_.emplace(ptr, Block{bytes, allocated});
-  ++stats_.num_allocs;
-  stats_.bytes_in_use += allocated;
-  stats_.peak_bytes_in_use =
-      std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-  stats_.largest_alloc_size =
-      std::max<uint64_t>(stats_.largest_alloc_size, allocated);
-  stats_.pool_bytes = stats_.bytes_in_use;
-  stats_.peak_pool_bytes = std::max(stats_.peak_pool_bytes, stats_.pool_bytes);
+  ledger_.Add(ptr, {.requested = bytes, .charged = allocated});
   return ptr;
 }
 
 absl::Status SystemAllocator::DoDeallocate(void* ptr) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = blocks_.find(ptr);
-    if (it == blocks_.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("free of %p, which is not a live block of this "
-                          "allocator (never allocated here, "
-                          "interior, or already freed)",
-                          ptr));
-    }
-    stats_.bytes_in_use -= it->second.allocated;
-    stats_.pool_bytes = stats_.bytes_in_use;
-    blocks_.erase(it);
+    if (absl::Status status = ledger_.Take(ptr, Name()).status(); !status.ok())
+      return status;
   }
   std::free(ptr);
   return absl::OkStatus();
@@ -55,30 +37,23 @@ absl::Status SystemAllocator::DoDeallocate(void* ptr) {
 
 std::optional<AllocatorStats> SystemAllocator::GetStats() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  return ledger_.stats();
 }
 
 bool SystemAllocator::ClearStats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  stats_.num_allocs = 0;
-  stats_.peak_bytes_in_use = stats_.bytes_in_use;
-  stats_.largest_alloc_size = 0;
-  stats_.peak_pool_bytes = stats_.pool_bytes;
+  ledger_.ClearStats();
   return true;
 }
 
 std::optional<size_t> SystemAllocator::RequestedSize(const void* ptr) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = blocks_.find(ptr);
-  if (it == blocks_.end()) return std::nullopt;
-  return it->second.requested;
+  return ledger_.RequestedSize(ptr);
 }
 
 std::optional<size_t> SystemAllocator::AllocatedSize(const void* ptr) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = blocks_.find(ptr);
-  if (it == blocks_.end()) return std::nullopt;
-  return it->second.allocated;
+  return ledger_.ChargedSize(ptr);
 }
 
 }  // namespace tensormem

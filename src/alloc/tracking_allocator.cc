@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/str_format.h"
-
 namespace tensormem {
 
 std::shared_ptr<TrackingAllocator> TrackingAllocator::Create(
@@ -20,7 +18,7 @@ void* TrackingAllocator::DoAllocate(size_t bytes, size_t alignment) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!closed_) {
-      blocks_.emplace(ptr, Block{bytes, charged});
+      ledger_.Add(ptr, {.requested = bytes, .charged = charged});
       ++summary_.num_allocs;
       ++summary_.outstanding_allocations;
       summary_.total_bytes += charged;
@@ -37,31 +35,23 @@ void* TrackingAllocator::DoAllocate(size_t bytes, size_t alignment) {
 }
 
 absl::Status TrackingAllocator::DoDeallocate(void* ptr) {
-  Block block;
+  absl::StatusOr<BlockLedger::Block> block;
   {
     // Claim the block first, so two racing frees of it cannot both reach the
     // wrapped allocator.
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = blocks_.find(ptr);
-    if (it == blocks_.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("free of %p, which is not a live block of %s (never "
-                          "allocated through it, interior, "
-                          "or already freed)",
-                          ptr, Name()));
-    }
-    block = it->second;
-    blocks_.erase(it);
+    block = ledger_.Take(ptr, Name());
+    if (!block.ok()) return block.status();
   }
-  if (absl::Status status = wrapped_.CheckedDeallocate(ptr); !status.ok()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    blocks_.emplace(ptr, block);  // refused: the books stay as they were
-    return status;
-  }
+  const absl::Status status = wrapped_.CheckedDeallocate(ptr);
   std::shared_ptr<TrackingAllocator> last_reference;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    summary_.outstanding_bytes -= block.charged;
+    if (!status.ok()) {
+      ledger_.Restore(ptr, *block);  // refused: the books stay as they were
+      return status;
+    }
+    summary_.outstanding_bytes -= block->charged;
     --summary_.outstanding_allocations;
     ++summary_.num_deallocs;
     if (closed_) ++summary_.deallocs_after_close;
@@ -91,16 +81,12 @@ TrackingSummary TrackingAllocator::Summary() const {
 
 std::optional<size_t> TrackingAllocator::RequestedSize(const void* ptr) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = blocks_.find(ptr);
-  if (it == blocks_.end()) return std::nullopt;
-  return it->second.requested;
+  return ledger_.RequestedSize(ptr);
 }
 
 std::optional<size_t> TrackingAllocator::AllocatedSize(const void* ptr) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = blocks_.find(ptr);
-  if (it == blocks_.end()) return std::nullopt;
-  return it->second.charged;
+  return ledger_.ChargedSize(ptr);
 }
 
 }  // namespace tensormem

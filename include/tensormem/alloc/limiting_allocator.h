@@ -19,10 +19,10 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "tensormem/alloc/allocator.h"
 #include "tensormem/alloc/allocator_stats.h"
+#include "tensormem/alloc/block_ledger.h"
 
 namespace tensormem {
 
@@ -49,11 +49,6 @@ class LimitingAllocator final : public Allocator {
       ABSL_LOCKS_EXCLUDED(mutex_);
 
  private:
-  struct Block {
-    size_t requested;
-    size_t charged;
-  };
-
   void* DoAllocate(size_t bytes, size_t alignment) override
       ABSL_LOCKS_EXCLUDED(mutex_);
   absl::Status DoDeallocate(void* ptr) override ABSL_LOCKS_EXCLUDED(mutex_);
@@ -64,8 +59,7 @@ class LimitingAllocator final : public Allocator {
   // Charged bytes plus the requested bytes of allocations under way, so two
   // threads cannot both pass the check with the last bytes under the cap.
   uint64_t committed_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
-  absl::flat_hash_map<const void*, Block> blocks_ ABSL_GUARDED_BY(mutex_);
-  AllocatorStats stats_ ABSL_GUARDED_BY(mutex_);
+  BlockLedger ledger_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace tensormem

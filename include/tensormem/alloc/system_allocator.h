@@ -20,10 +20,10 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "tensormem/alloc/allocator.h"
 #include "tensormem/alloc/allocator_stats.h"
+#include "tensormem/alloc/block_ledger.h"
 
 namespace tensormem {
 
@@ -46,18 +46,12 @@ class SystemAllocator final : public Allocator {
       ABSL_LOCKS_EXCLUDED(mutex_);
 
  private:
-  struct Block {
-    size_t requested;
-    size_t allocated;
-  };
-
   void* DoAllocate(size_t bytes, size_t alignment) override
       ABSL_LOCKS_EXCLUDED(mutex_);
   absl::Status DoDeallocate(void* ptr) override ABSL_LOCKS_EXCLUDED(mutex_);
 
   mutable std::mutex mutex_;
-  absl::flat_hash_map<const void*, Block> blocks_ ABSL_GUARDED_BY(mutex_);
-  AllocatorStats stats_ ABSL_GUARDED_BY(mutex_);
+  BlockLedger ledger_ ABSL_GUARDED_BY(mutex_);  // charged: malloc's size
 };
 
 }  // namespace tensormem

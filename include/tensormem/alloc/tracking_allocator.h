@@ -25,9 +25,9 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "tensormem/alloc/allocator.h"
+#include "tensormem/alloc/block_ledger.h"
 
 namespace tensormem {
 
@@ -72,11 +72,6 @@ class TrackingAllocator final
       ABSL_LOCKS_EXCLUDED(mutex_);
 
  private:
-  struct Block {
-    size_t requested;
-    size_t charged;
-  };
-
   explicit TrackingAllocator(Allocator& wrapped) : wrapped_(wrapped) {}
 
   void* DoAllocate(size_t bytes, size_t alignment) override
@@ -88,7 +83,8 @@ class TrackingAllocator final
   mutable std::mutex mutex_;
   bool closed_ ABSL_GUARDED_BY(mutex_) = false;
   TrackingSummary summary_ ABSL_GUARDED_BY(mutex_);
-  absl::flat_hash_map<const void*, Block> blocks_ ABSL_GUARDED_BY(mutex_);
+  // The tracker's own live blocks; its statistics are the summary's.
+  BlockLedger ledger_ ABSL_GUARDED_BY(mutex_);
   // Set while blocks are outstanding, so the last deallocation, not the last
   // owner, ends the tracker's life.
   std::shared_ptr<TrackingAllocator> keep_alive_ ABSL_GUARDED_BY(mutex_);
