@@ -20,20 +20,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "tensormem/alloc/sub_allocator.h"
 
 namespace tensormem {
 
 namespace internal {
-class ReservedAddressSpace;
-class RegionLedger;
+class ReservedRegions;
 }  // namespace internal
 
 class SimulatedSubAllocator final : public SubAllocator {
@@ -62,20 +59,17 @@ class SimulatedSubAllocator final : public SubAllocator {
   const void* BaseAddress() const override;
 
   // OK when the address space was reserved.
-  const absl::Status& status() const { return status_; }
+  const absl::Status& status() const;
   uint64_t capacity() const { return capacity_; }
-  uint64_t bytes_in_use() const ABSL_LOCKS_EXCLUDED(mutex_);
-  size_t region_count() const ABSL_LOCKS_EXCLUDED(mutex_);
-  int64_t misuse_count() const ABSL_LOCKS_EXCLUDED(mutex_);
+  uint64_t bytes_in_use() const;
+  size_t region_count() const;
+  int64_t misuse_count() const;
 
  private:
   const uint64_t capacity_;
   const bool coalescing_;
-  absl::Status status_;
-  std::unique_ptr<internal::ReservedAddressSpace> space_;
-
-  mutable std::mutex mutex_;
-  std::unique_ptr<internal::RegionLedger> ledger_ ABSL_GUARDED_BY(mutex_);
+  // Thread-safe on its own.
+  std::unique_ptr<internal::ReservedRegions> regions_;
 };
 
 }  // namespace tensormem

@@ -27,19 +27,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "tensormem/alloc/sub_allocator.h"
 
 namespace tensormem {
 
 namespace internal {
-class ReservedAddressSpace;
-class RegionLedger;
+class ReservedRegions;
 }  // namespace internal
 
 class VmmSubAllocator final : public SubAllocator {
@@ -69,22 +66,19 @@ class VmmSubAllocator final : public SubAllocator {
   const void* BaseAddress() const override;
 
   // OK when the address space was reserved.
-  const absl::Status& status() const { return status_; }
+  const absl::Status& status() const;
   uint64_t capacity() const { return capacity_; }
   // Granularity of commits (the page size).
   size_t granularity() const { return granularity_; }
-  uint64_t committed_bytes() const ABSL_LOCKS_EXCLUDED(mutex_);
-  size_t region_count() const ABSL_LOCKS_EXCLUDED(mutex_);
-  int64_t misuse_count() const ABSL_LOCKS_EXCLUDED(mutex_);
+  uint64_t committed_bytes() const;
+  size_t region_count() const;
+  int64_t misuse_count() const;
 
  private:
   const uint64_t capacity_;
   const size_t granularity_;
-  absl::Status status_;
-  std::unique_ptr<internal::ReservedAddressSpace> space_;
-
-  mutable std::mutex mutex_;
-  std::unique_ptr<internal::RegionLedger> ledger_ ABSL_GUARDED_BY(mutex_);
+  // Thread-safe on its own.
+  std::unique_ptr<internal::ReservedRegions> regions_;
 };
 
 }  // namespace tensormem
