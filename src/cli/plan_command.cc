@@ -352,8 +352,9 @@ void AddPlanCommand(CLI::App& app) {
   command->add_option("--capacity", flags->capacity,
                       "optimal: stop at the first plan within this many "
                       "bytes, e.g. 1048576 or 1M");
-  command->add_option("--threads", flags->threads,
-                      "optimal: parallel searches (default 1)")
+  command
+      ->add_option("--threads", flags->threads,
+                   "optimal: parallel searches (default 1)")
       ->check(CLI::Range(1, 1024));
   command->callback([flags] {
     if (flags->strategy.empty())

@@ -250,7 +250,8 @@ TEST(SubAllocatorRegistryTest, CreatesEachKind) {
     EXPECT_EQ((*upstream)->Name(), kind);
   }
   // 64 GiB rather than 1 TiB: ThreadSanitizer builds cannot reserve a terabyte.
-  auto simulated = CreateSubAllocator("simulated", 64 * kGiB, /*coalescing=*/true);
+  auto simulated =
+      CreateSubAllocator("simulated", 64 * kGiB, /*coalescing=*/true);
   ASSERT_TRUE(simulated.ok());
   EXPECT_TRUE((*simulated)->SupportsCoalescing());
   auto vmm = CreateSubAllocator("vmm", kGiB, /*coalescing=*/false);
