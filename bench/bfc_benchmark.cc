@@ -17,10 +17,12 @@ namespace {
 
 enum class IndexKind { kFast, kReference };
 
-std::unique_ptr<BfcAllocator> MakeAllocator(IndexKind kind) {
+std::unique_ptr<BfcAllocator> MakeAllocator(IndexKind kind,
+                                            uint64_t limit = 16 * kGiB) {
   if (kind == IndexKind::kFast)
-    return bench::MakeBenchAllocator(MakeFastFreeIndex());
-  return bench::MakeBenchAllocator(std::make_unique<ReferenceFreeIndex>());
+    return bench::MakeBenchAllocator(MakeFastFreeIndex(), limit);
+  return bench::MakeBenchAllocator(std::make_unique<ReferenceFreeIndex>(),
+                                   limit);
 }
 
 template <IndexKind kKind>
@@ -93,6 +95,14 @@ void BM_Randomized(benchmark::State& state) {
 }
 
 template <IndexKind kKind>
+void BM_RandomizedToTheLimit(benchmark::State& state) {
+  constexpr size_t kSteps = 10'000;
+  auto allocator = MakeAllocator(kKind, bench::kLimitWorkloadBytes);
+  for (auto _ : state) bench::RunToTheLimit(*allocator, kSteps);
+  state.SetItemsProcessed(state.iterations() * kSteps);
+}
+
+template <IndexKind kKind>
 void BM_FragmentedAllocFree(benchmark::State& state) {
   auto allocator = MakeAllocator(kKind);
   const std::vector<void*> pinned = bench::Fragment(*allocator, state.range(0));
@@ -154,6 +164,8 @@ BENCHMARK_TEMPLATE(BM_DelayedFreeThreaded, kReference)
     ->UseRealTime();
 BENCHMARK_TEMPLATE(BM_Randomized, kFast)->Arg(100)->Arg(1000)->Arg(10000);
 BENCHMARK_TEMPLATE(BM_Randomized, kReference)->Arg(100)->Arg(1000)->Arg(10000);
+BENCHMARK_TEMPLATE(BM_RandomizedToTheLimit, kFast);
+BENCHMARK_TEMPLATE(BM_RandomizedToTheLimit, kReference);
 BENCHMARK_TEMPLATE(BM_FragmentedAllocFree, kFast)
     ->Arg(100)
     ->Arg(1000)

@@ -88,6 +88,30 @@ inline void RunWorkload(BfcAllocator& allocator,
   }
 }
 
+// The differential test's workload (tests/alloc/bfc_randomized_test.cc): sizes
+// log-uniform from 1 B to 512 MiB, 52% allocations and 48% frees of a random
+// live block, for `steps` steps; under a 4 GiB limit (kLimitWorkloadBytes) the
+// heap runs full and many requests fail. Frees everything at the end.
+inline constexpr uint64_t kLimitWorkloadBytes = 4 * kGiB;
+
+inline void RunToTheLimit(BfcAllocator& allocator, size_t steps) {
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<double> exponent(0, 29);
+  std::vector<void*> live;
+  for (size_t step = 0; step < steps; ++step) {
+    if (live.empty() || rng() % 100 < 52) {
+      const size_t bytes = static_cast<size_t>(std::exp2(exponent(rng)));
+      if (void* p = allocator.AllocateRaw(256, bytes)) live.push_back(p);
+    } else {
+      const size_t victim = rng() % live.size();
+      allocator.Deallocate(live[victim]);
+      live[victim] = live.back();
+      live.pop_back();
+    }
+  }
+  for (void* p : live) allocator.Deallocate(p);
+}
+
 // A fragmented heap: `holes` free chunks of random sizes in one bin (2 KiB up
 // to 3.75 KiB), each kept apart by a pinned 256-byte block, as after many
 // interleaved short- and long-lived tensors. A 3.75 KiB request then belongs

@@ -77,13 +77,13 @@ class RecordingIndex final : public BfcFreeIndex {
 
 // Runs `workload` on an allocator with a recording index.
 template <typename Workload>
-std::vector<IndexCall> Record(Workload workload) {
+std::vector<IndexCall> Record(Workload workload, uint64_t limit = 16 * kGiB) {
   std::vector<IndexCall> calls;
   auto index = std::make_unique<RecordingIndex>(calls);
   const RecordingIndex* recorder = index.get();
   {
     std::unique_ptr<BfcAllocator> allocator =
-        bench::MakeBenchAllocator(std::move(index));
+        bench::MakeBenchAllocator(std::move(index), limit);
     workload(*allocator);
     if (recorder->filtered) return {};
   }
@@ -173,6 +173,14 @@ void BM_IndexRandomized(benchmark::State& state) {
 }
 
 template <IndexKind kKind>
+void BM_IndexRandomizedToTheLimit(benchmark::State& state) {
+  const std::vector<IndexCall> calls = Record(
+      [](BfcAllocator& allocator) { bench::RunToTheLimit(allocator, kSteps); },
+      bench::kLimitWorkloadBytes);
+  RunReplay(state, kKind, calls);
+}
+
+template <IndexKind kKind>
 void BM_IndexFragmented(benchmark::State& state) {
   const size_t holes = state.range(0);
   const std::vector<IndexCall> calls = Record([holes](BfcAllocator& allocator) {
@@ -205,6 +213,10 @@ BENCHMARK_TEMPLATE(BM_IndexRandomized, kReference)
     ->Unit(benchmark::kMicrosecond)
     ->RangeMultiplier(10)
     ->Range(100, 10000);
+BENCHMARK_TEMPLATE(BM_IndexRandomizedToTheLimit, kFast)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_TEMPLATE(BM_IndexRandomizedToTheLimit, kReference)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(BM_IndexFragmented, kFast)
     ->Unit(benchmark::kMicrosecond)
     ->RangeMultiplier(10)
