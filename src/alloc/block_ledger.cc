@@ -19,20 +19,22 @@ void BlockLedger::Add(const void* ptr, Block block) {
   stats_.peak_pool_bytes = std::max(stats_.peak_pool_bytes, stats_.pool_bytes);
 }
 
-absl::StatusOr<BlockLedger::Block> BlockLedger::Take(const void* ptr,
-                                                     std::string_view owner) {
+std::optional<BlockLedger::Block> BlockLedger::Take(const void* ptr) {
   auto it = blocks_.find(ptr);
-  if (it == blocks_.end()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "free of %p, which is not a live block of %s (never allocated through "
-        "it, interior, or already freed)",
-        ptr, owner));
-  }
+  if (it == blocks_.end()) return std::nullopt;
   const Block block = it->second;
   blocks_.erase(it);
   stats_.bytes_in_use -= block.charged;
   stats_.pool_bytes = stats_.bytes_in_use;
   return block;
+}
+
+absl::Status BlockLedger::NotLiveError(const void* ptr,
+                                       std::string_view owner) {
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "free of %p, which is not a live block of %s (never allocated through "
+      "it, interior, or already freed)",
+      ptr, owner));
 }
 
 void BlockLedger::Restore(const void* ptr, Block block) {

@@ -30,14 +30,14 @@ void* LimitingAllocator::DoAllocate(size_t bytes, size_t alignment) {
 }
 
 absl::Status LimitingAllocator::DoDeallocate(void* ptr) {
-  absl::StatusOr<BlockLedger::Block> block;
+  std::optional<BlockLedger::Block> block;
   {
     // Claim the block first, so two racing frees of it cannot both reach the
     // wrapped allocator.
     std::lock_guard<std::mutex> lock(mutex_);
-    block = ledger_.Take(ptr, Name());
-    if (!block.ok()) return block.status();
+    block = ledger_.Take(ptr);
   }
+  if (!block) return BlockLedger::NotLiveError(ptr, Name());
   absl::Status status = wrapped_.CheckedDeallocate(ptr);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!status.ok()) {

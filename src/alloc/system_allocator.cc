@@ -28,8 +28,7 @@ void* SystemAllocator::DoAllocate(size_t bytes, size_t alignment) {
 absl::Status SystemAllocator::DoDeallocate(void* ptr) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (absl::Status status = ledger_.Take(ptr, Name()).status(); !status.ok())
-      return status;
+    if (!ledger_.Take(ptr)) return BlockLedger::NotLiveError(ptr, Name());
   }
   std::free(ptr);
   return absl::OkStatus();

@@ -27,8 +27,8 @@ TEST(BlockLedgerTest, CountsBlocksAndTheirPeaks) {
   EXPECT_EQ(ledger.RequestedSize(&a), 100u);
   EXPECT_EQ(ledger.ChargedSize(&b), 8192u);
 
-  absl::StatusOr<BlockLedger::Block> taken = ledger.Take(&b, "test");
-  ASSERT_TRUE(taken.ok());
+  std::optional<BlockLedger::Block> taken = ledger.Take(&b);
+  ASSERT_TRUE(taken.has_value());
   EXPECT_EQ(taken->requested, 5000u);
   EXPECT_EQ(ledger.stats().bytes_in_use, 112u);
   EXPECT_EQ(ledger.stats().pool_bytes, 112u);
@@ -46,10 +46,9 @@ TEST(BlockLedgerTest, MisuseNamesTheOwnerAndChangesNothing) {
   BlockLedger ledger;
   int a;
   ledger.Add(&a, {.requested = 8, .charged = 16});
-  ASSERT_TRUE(ledger.Take(&a, "mine").ok());
-  absl::StatusOr<BlockLedger::Block> again = ledger.Take(&a, "mine");
-  ASSERT_FALSE(again.ok());
-  EXPECT_THAT(std::string(again.status().message()),
+  ASSERT_TRUE(ledger.Take(&a).has_value());
+  EXPECT_EQ(ledger.Take(&a), std::nullopt);
+  EXPECT_THAT(std::string(BlockLedger::NotLiveError(&a, "mine").message()),
               HasSubstr("not a live block of mine"));
   EXPECT_EQ(ledger.stats().bytes_in_use, 0u);
   EXPECT_EQ(ledger.stats().num_allocs, 1);
@@ -59,8 +58,8 @@ TEST(BlockLedgerTest, RestoreUndoesATake) {
   BlockLedger ledger;
   int a;
   ledger.Add(&a, {.requested = 8, .charged = 16});
-  absl::StatusOr<BlockLedger::Block> taken = ledger.Take(&a, "mine");
-  ASSERT_TRUE(taken.ok());
+  std::optional<BlockLedger::Block> taken = ledger.Take(&a);
+  ASSERT_TRUE(taken.has_value());
   ledger.Restore(&a, *taken);
   EXPECT_EQ(ledger.ChargedSize(&a), 16u);
   EXPECT_EQ(ledger.stats().bytes_in_use, 16u);

@@ -9,7 +9,8 @@
 //
 //   BlockLedger ledger;
 //   ledger.Add(ptr, {.requested = 100, .charged = 112});
-//   absl::StatusOr<BlockLedger::Block> block = ledger.Take(ptr, "system");
+//   std::optional<BlockLedger::Block> block = ledger.Take(ptr);
+//   if (!block) return BlockLedger::NotLiveError(ptr, "system");
 #ifndef TENSORMEM_ALLOC_BLOCK_LEDGER_H_
 #define TENSORMEM_ALLOC_BLOCK_LEDGER_H_
 
@@ -18,7 +19,7 @@
 #include <string_view>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/status/statusor.h"
+#include "absl/status/status.h"
 #include "tensormem/alloc/allocator_stats.h"
 
 namespace tensormem {
@@ -32,9 +33,11 @@ class BlockLedger {
 
   // Records a new live block and counts it in stats().
   void Add(const void* ptr, Block block);
-  // Removes `ptr`'s block and uncounts it; an error naming `owner` when `ptr`
-  // is not a live block (never handed out, interior, or already freed).
-  absl::StatusOr<Block> Take(const void* ptr, std::string_view owner);
+  // Removes `ptr`'s block and uncounts it; nullopt when `ptr` is not a live
+  // block (never handed out, interior, or already freed).
+  std::optional<Block> Take(const void* ptr);
+  // The error for a free of `ptr` that Take refused, naming `owner`.
+  static absl::Status NotLiveError(const void* ptr, std::string_view owner);
   // Puts back a block Take removed, as if it had never been taken (the
   // wrapped allocator refused the free).
   void Restore(const void* ptr, Block block);
