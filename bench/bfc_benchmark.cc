@@ -54,12 +54,7 @@ void RunDelayed(benchmark::State& state, BfcAllocator& allocator) {
   const size_t delay = state.range(0);
   std::vector<void*> ring(delay, nullptr);
   size_t step = 0;
-  for (auto _ : state) {
-    void*& slot = ring[step % delay];
-    if (slot != nullptr) allocator.Deallocate(slot);
-    slot = allocator.AllocateRaw(256, bench::DelayedSize(step));
-    ++step;
-  }
+  for (auto _ : state) bench::DelayedFreeStep(allocator, ring, step++);
   for (void* p : ring) allocator.Deallocate(p);
   state.SetItemsProcessed(state.iterations());
 }

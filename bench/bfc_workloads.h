@@ -34,8 +34,15 @@ inline std::unique_ptr<BfcAllocator> MakeBenchAllocator(
 inline constexpr size_t kDelayedSizes[] = {256, 4096, 16384, 4096,
                                            512, 1024, 1024};
 
-inline size_t DelayedSize(size_t step) {
-  return kDelayedSizes[step % std::size(kDelayedSizes)];
+// Step `step` of the delayed-free workload: frees the block allocated
+// ring.size() steps earlier (if any) and allocates the next size of the cycle
+// in its place. Frees nothing it did not allocate: the ring starts null.
+inline void DelayedFreeStep(BfcAllocator& allocator, std::vector<void*>& ring,
+                            size_t step) {
+  void*& slot = ring[step % ring.size()];
+  if (slot != nullptr) allocator.Deallocate(slot);
+  slot = allocator.AllocateRaw(256,
+                               kDelayedSizes[step % std::size(kDelayedSizes)]);
 }
 
 // One step of a random workload: allocate `bytes` into `slot`, or free `slot`.

@@ -152,11 +152,8 @@ void BM_IndexDelayedFree(benchmark::State& state) {
   const size_t delay = state.range(0);
   const std::vector<IndexCall> calls = Record([delay](BfcAllocator& allocator) {
     std::vector<void*> ring(delay, nullptr);
-    for (size_t step = 0; step < kSteps; ++step) {
-      void*& slot = ring[step % delay];
-      if (slot != nullptr) allocator.Deallocate(slot);
-      slot = allocator.AllocateRaw(256, bench::DelayedSize(step));
-    }
+    for (size_t step = 0; step < kSteps; ++step)
+      bench::DelayedFreeStep(allocator, ring, step);
     for (void* p : ring) allocator.Deallocate(p);
   });
   RunReplay(state, kKind, calls);
@@ -197,34 +194,26 @@ void BM_IndexFragmented(benchmark::State& state) {
 constexpr IndexKind kFast = IndexKind::kFast;
 constexpr IndexKind kReference = IndexKind::kReference;
 
-BENCHMARK_TEMPLATE(BM_IndexDelayedFree, kFast)
-    ->Unit(benchmark::kMicrosecond)
-    ->RangeMultiplier(10)
-    ->Range(1, 10000);
-BENCHMARK_TEMPLATE(BM_IndexDelayedFree, kReference)
-    ->Unit(benchmark::kMicrosecond)
-    ->RangeMultiplier(10)
-    ->Range(1, 10000);
-BENCHMARK_TEMPLATE(BM_IndexRandomized, kFast)
-    ->Unit(benchmark::kMicrosecond)
-    ->RangeMultiplier(10)
-    ->Range(100, 10000);
-BENCHMARK_TEMPLATE(BM_IndexRandomized, kReference)
-    ->Unit(benchmark::kMicrosecond)
-    ->RangeMultiplier(10)
-    ->Range(100, 10000);
-BENCHMARK_TEMPLATE(BM_IndexRandomizedToTheLimit, kFast)
-    ->Unit(benchmark::kMicrosecond);
+// Each benchmark runs for both index kinds with the same arguments.
+void Delays(benchmark::internal::Benchmark* b) {
+  b->Unit(benchmark::kMicrosecond)->RangeMultiplier(10)->Range(1, 10000);
+}
+void LiveOrHoles(benchmark::internal::Benchmark* b) {
+  b->Unit(benchmark::kMicrosecond)->RangeMultiplier(10)->Range(100, 10000);
+}
+void NoArguments(benchmark::internal::Benchmark* b) {
+  b->Unit(benchmark::kMicrosecond);
+}
+
+BENCHMARK_TEMPLATE(BM_IndexDelayedFree, kFast)->Apply(Delays);
+BENCHMARK_TEMPLATE(BM_IndexDelayedFree, kReference)->Apply(Delays);
+BENCHMARK_TEMPLATE(BM_IndexRandomized, kFast)->Apply(LiveOrHoles);
+BENCHMARK_TEMPLATE(BM_IndexRandomized, kReference)->Apply(LiveOrHoles);
+BENCHMARK_TEMPLATE(BM_IndexRandomizedToTheLimit, kFast)->Apply(NoArguments);
 BENCHMARK_TEMPLATE(BM_IndexRandomizedToTheLimit, kReference)
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_TEMPLATE(BM_IndexFragmented, kFast)
-    ->Unit(benchmark::kMicrosecond)
-    ->RangeMultiplier(10)
-    ->Range(100, 10000);
-BENCHMARK_TEMPLATE(BM_IndexFragmented, kReference)
-    ->Unit(benchmark::kMicrosecond)
-    ->RangeMultiplier(10)
-    ->Range(100, 10000);
+    ->Apply(NoArguments);
+BENCHMARK_TEMPLATE(BM_IndexFragmented, kFast)->Apply(LiveOrHoles);
+BENCHMARK_TEMPLATE(BM_IndexFragmented, kReference)->Apply(LiveOrHoles);
 
 }  // namespace
 }  // namespace tensormem
