@@ -29,6 +29,7 @@ struct BfcChunk {
       0;  // timing counter value at free; 0 = safe to reuse
   ChunkHandle prev = kInvalidChunk;
   ChunkHandle next = kInvalidChunk;
+  uint32_t pool = 0;  // the policy's pool of the chunk's region
   // Bumped whenever the handle is released, so queued references to a chunk
   // that has since been merged away are recognised as stale.
   uint32_t generation = 0;
@@ -50,6 +51,7 @@ struct BfcRegion {
   uint64_t end = 0;
   ChunkHandle first_chunk = kInvalidChunk;
   std::vector<UpstreamPiece> pieces;
+  uint32_t pool = 0;
 
   uint64_t size() const { return end - begin; }
 };
@@ -64,6 +66,7 @@ class AddressMap {
 
   // Regions, sorted by start address.
   const std::vector<BfcRegion>& regions() const { return regions_; }
+  std::vector<BfcRegion>& mutable_regions() { return regions_; }
   BfcRegion& AddRegion(void* ptr, uint64_t bytes, ChunkHandle first_chunk);
   // The region whose end is exactly `address`, or nullptr.
   BfcRegion* RegionEndingAt(uint64_t address);

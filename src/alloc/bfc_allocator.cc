@@ -7,6 +7,7 @@
 
 #include "alloc/bfc_core.h"
 #include "tensormem/alloc/bfc_policy.h"
+#include "tensormem/alloc/policy_registry.h"
 #include "tensormem/core/checked_math.h"
 
 namespace tensormem {
@@ -23,25 +24,60 @@ void LogFailure(const std::string& name, const std::string& report) {
                report.c_str());
 }
 
+// The engine for `policy` (nullptr: TensorFlow's, from `options`), with
+// `index` as its free index (nullptr: a fast one per pool).
+std::unique_ptr<internal::BfcCore> MakeCore(
+    SubAllocator* upstream, size_t memory_limit,
+    const BfcAllocatorOptions& options,
+    std::unique_ptr<AllocationPolicy> policy,
+    std::unique_ptr<BfcFreeIndex> index) {
+  if (policy == nullptr) {
+    PolicyEnvironment environment;
+    environment.memory_limit = memory_limit;
+    environment.allow_growth = options.allow_growth;
+    environment.upstream_coalesces = upstream->SupportsCoalescing();
+    environment.fragmentation_fraction = options.fragmentation_fraction;
+    // The tf policy takes no configuration, so creating it cannot fail.
+    policy = *CreatePolicy("tf", environment);
+  }
+  std::vector<std::unique_ptr<BfcFreeIndex>> indexes;
+  if (index != nullptr) indexes.push_back(std::move(index));
+  while (static_cast<int>(indexes.size()) < policy->NumPools())
+    indexes.push_back(MakeFastFreeIndex());
+  return std::make_unique<internal::BfcCore>(
+      upstream,
+      internal::BfcCore::Config{memory_limit, options.garbage_collection},
+      std::move(policy), std::move(indexes));
+}
+
 }  // namespace
 
 BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> upstream,
                            size_t memory_limit, Options options)
     : BfcAllocator(std::move(upstream), memory_limit, std::move(options),
-                   MakeFastFreeIndex()) {}
+                   nullptr, nullptr) {}
+
+BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> upstream,
+                           size_t memory_limit, Options options,
+                           std::unique_ptr<AllocationPolicy> policy)
+    : BfcAllocator(std::move(upstream), memory_limit, std::move(options),
+                   std::move(policy), nullptr) {}
 
 BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> upstream,
                            size_t memory_limit, Options options,
                            std::unique_ptr<BfcFreeIndex> free_index)
+    : BfcAllocator(std::move(upstream), memory_limit, std::move(options),
+                   nullptr, std::move(free_index)) {}
+
+BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> upstream,
+                           size_t memory_limit, Options options,
+                           std::unique_ptr<AllocationPolicy> policy,
+                           std::unique_ptr<BfcFreeIndex> free_index)
     : options_(std::move(options)),
       memory_limit_(memory_limit),
       upstream_(std::move(upstream)),
-      core_(std::make_unique<internal::BfcCore>(
-          upstream_.get(),
-          internal::BfcCore::Config{memory_limit, options_.allow_growth,
-                                    options_.garbage_collection,
-                                    options_.fragmentation_fraction},
-          std::move(free_index))) {
+      core_(MakeCore(upstream_.get(), memory_limit, options_, std::move(policy),
+                     std::move(free_index))) {
   SetMisusePolicy(options_.misuse_policy, options_.misuse_callback);
 }
 
@@ -61,7 +97,8 @@ void* BfcAllocator::AllocateRaw(size_t alignment, size_t bytes,
     return nullptr;
   }
   alignment = std::max<size_t>(alignment, bfc::kMinAllocationSize);
-  const std::optional<uint64_t> rounded = bfc::RoundedBytes(bytes);
+  // The policy's rounding is fixed at creation: no lock needed.
+  const std::optional<uint64_t> rounded = core_->policy().RoundedSize(bytes);
   if (!rounded || *rounded > memory_limit_) {
     // No amount of waiting can make this fit: fail without retrying.
     return AttemptAllocation(alignment, bytes, attributes,
@@ -186,6 +223,10 @@ void BfcAllocator::SetSafeFrontier(uint64_t frontier) {
 std::string BfcAllocator::FreeIndexName() const {
   std::lock_guard lock(mutex_);
   return core_->index().Name();
+}
+
+std::string BfcAllocator::PolicyDescription() const {
+  return core_->policy().Describe();
 }
 
 }  // namespace tensormem

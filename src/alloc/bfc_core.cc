@@ -8,74 +8,76 @@
 
 namespace tensormem::internal {
 
-namespace {
-
-uint64_t MaxInternalFragmentation(const BfcCore::Config& config) {
-  if (config.fragmentation_fraction <= 0)
-    return bfc::kDefaultMaxInternalFragmentation;
-  return static_cast<uint64_t>(config.fragmentation_fraction *
-                               static_cast<double>(config.memory_limit));
-}
-
-}  // namespace
-
 BfcCore::BfcCore(SubAllocator* upstream, const Config& config,
-                 std::unique_ptr<BfcFreeIndex> index)
+                 std::unique_ptr<AllocationPolicy> policy,
+                 std::vector<std::unique_ptr<BfcFreeIndex>> indexes)
     : upstream_(upstream),
       config_(config),
-      max_internal_fragmentation_(MaxInternalFragmentation(config)),
-      coalesce_regions_(upstream->SupportsCoalescing()),
-      // Without growth the first region is the whole limit, obtained lazily.
-      region_bytes_(
-          bfc::RoundedBytes(config.allow_growth
-                                ? std::min(config.memory_limit,
-                                           bfc::kInitialGrowthRegionBytes)
-                                : config.memory_limit)
-              .value_or(config.memory_limit)),
-      index_(std::move(index)) {
+      policy_(std::move(policy)),
+      coalesce_regions_(upstream->SupportsCoalescing() &&
+                        policy_->MergesRegions()),
+      indexes_(std::move(indexes)) {
   stats_.bytes_limit = config.memory_limit;
 }
 
 void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
                         uint64_t freed_before) {
-  const std::optional<uint64_t> rounded_or = bfc::RoundedBytes(bytes);
+  const std::optional<uint64_t> rounded_or = policy_->RoundedSize(bytes);
   if (!rounded_or || *rounded_or > config_.memory_limit) {
     RecordFailure(bytes, rounded_or.value_or(0), alignment, freed_before);
     return nullptr;
   }
   const uint64_t rounded = *rounded_or;
+  const int pool = policy_->PoolFor(rounded);
   if (!timestamped_chunks_.empty()) MergeTimestampedChunks(0);
-  if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before))
+  if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before, pool))
     return ptr;
-  if (Extend(alignment, rounded)) {
-    if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before))
-      return ptr;
-  }
+  if (void* ptr = GrowAndFind(bytes, rounded, alignment, freed_before, pool))
+    return ptr;
   // Rather than fail, force-merge chunks whose frees are not yet known to be
   // safe, for callers that do not care when their memory was freed.
   if (freed_before == 0 && !timestamped_chunks_.empty() &&
       MergeTimestampedChunks(rounded)) {
-    if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before))
+    if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before, pool))
       return ptr;
   }
   // Returning empty regions may let the upstream hand back one larger region.
-  if (DeallocateFreeRegions(rounded) && Extend(alignment, rounded)) {
-    if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before))
+  if (DeallocateFreeRegions(rounded)) {
+    if (void* ptr = GrowAndFind(bytes, rounded, alignment, freed_before, pool))
       return ptr;
   }
   RecordFailure(bytes, rounded, alignment, freed_before);
   return nullptr;
 }
 
+void* BfcCore::GrowAndFind(uint64_t bytes, uint64_t rounded, uint64_t alignment,
+                           uint64_t freed_before, int pool) {
+  bool relied_on_tail = false;
+  if (!Extend(alignment, rounded, pool, /*use_free_tail=*/true,
+              &relied_on_tail)) {
+    return nullptr;
+  }
+  if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before, pool))
+    return ptr;
+  // Memory sized to extend a free tail did not land next to it (or the tail
+  // was not reusable): grow once more by the whole request.
+  if (!relied_on_tail ||
+      !Extend(alignment, rounded, pool, /*use_free_tail=*/false, nullptr)) {
+    return nullptr;
+  }
+  return FindChunk(bytes, rounded, alignment, freed_before, pool);
+}
+
 void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
-                         uint64_t freed_before) {
+                         uint64_t freed_before, int pool) {
   const bool filter_by_time = freed_before > 0;
   const bool filter_by_alignment = alignment > bfc::kMinAllocationSize;
+  BfcFreeIndex& index = *indexes_[pool];
   std::optional<FreeChunkKey> fit;
   if (!filter_by_time && !filter_by_alignment) {
-    fit = index_->FindBestFit(rounded);
+    fit = index.FindBestFit(rounded);
   } else {
-    fit = index_->FindBestFitIf(rounded, [&](const FreeChunkKey& key) {
+    fit = index.FindBestFitIf(rounded, [&](const FreeChunkKey& key) {
       if (filter_by_time &&
           freed_before < map_.chunk(key.handle).freed_at_count)
         return false;
@@ -83,7 +85,7 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
              bfc::AlignmentPadding(key.address, alignment);
     });
   }
-  if (!fit) return nullptr;
+  if (!fit || !policy_->MayServe(fit->size, rounded)) return nullptr;
   ChunkHandle handle = fit->handle;
   RemoveFree(handle);
   if (const uint64_t padding = bfc::AlignmentPadding(fit->address, alignment);
@@ -93,8 +95,7 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
     InsertFree(handle);
     handle = aligned;
   }
-  if (bfc::ShouldSplit(map_.chunk(handle).size, rounded,
-                       max_internal_fragmentation_)) {
+  if (policy_->ShouldSplit(map_.chunk(handle).size, rounded, pool)) {
     const ChunkHandle tail = SplitChunk(handle, rounded);
     InsertFree(tail);
     QueueTimestamped(tail);
@@ -165,6 +166,7 @@ ChunkHandle BfcCore::SplitChunk(ChunkHandle handle, uint64_t head_bytes) {
   rest.address = head.address + head_bytes;
   rest.size = head.size - head_bytes;
   rest.freed_at_count = head.freed_at_count;
+  rest.pool = head.pool;
   rest.prev = handle;
   rest.next = head.next;
   if (head.next != kInvalidChunk) map_.chunk(head.next).prev = tail;
@@ -202,11 +204,13 @@ void BfcCore::Merge(ChunkHandle first, ChunkHandle second) {
 }
 
 void BfcCore::InsertFree(ChunkHandle handle) {
-  index_->Insert(map_.chunk(handle).Key(handle));
+  const BfcChunk& chunk = map_.chunk(handle);
+  indexes_[chunk.pool]->Insert(chunk.Key(handle));
 }
 
 void BfcCore::RemoveFree(ChunkHandle handle) {
-  index_->Erase(map_.chunk(handle).Key(handle));
+  const BfcChunk& chunk = map_.chunk(handle);
+  indexes_[chunk.pool]->Erase(chunk.Key(handle));
 }
 
 void BfcCore::QueueTimestamped(ChunkHandle handle) {

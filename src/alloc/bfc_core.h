@@ -1,7 +1,8 @@
 // BfcCore: the single-threaded engine of the BFC allocator.
 //
-// It ties the parts together: the policy (bfc_policy.h) decides rounding and
-// splitting, the free index picks the best fit, the address map keeps chunks
+// It ties the parts together: the policy (allocation_policy.h) decides
+// rounding, pools, splitting and region sizes, a free index per pool picks the
+// best fit, the address map keeps chunks
 // and regions, and the upstream supplies regions. BfcAllocator wraps it with a
 // mutex, retry-on-failure and the misuse policy; nothing here locks.
 //
@@ -22,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "alloc/address_map.h"
+#include "tensormem/alloc/allocation_policy.h"
 #include "tensormem/alloc/allocator_stats.h"
 #include "tensormem/alloc/bfc_free_index.h"
 #include "tensormem/alloc/bfc_shared_counter.h"
@@ -34,14 +36,13 @@ class BfcCore {
  public:
   struct Config {
     uint64_t memory_limit = 0;
-    bool allow_growth = true;
     bool garbage_collection = false;
-    double fragmentation_fraction = 0;
   };
-
-  // `upstream` must outlive the core.
+  // `upstream` must outlive the core; `indexes` holds one free index per pool
+  // of the policy.
   BfcCore(SubAllocator* upstream, const Config& config,
-          std::unique_ptr<BfcFreeIndex> index);
+          std::unique_ptr<AllocationPolicy> policy,
+          std::vector<std::unique_ptr<BfcFreeIndex>> indexes);
   ~BfcCore();  // returns every region to the upstream
   BfcCore(const BfcCore&) = delete;
   BfcCore& operator=(const BfcCore&) = delete;
@@ -74,12 +75,13 @@ class BfcCore {
   const std::string& last_failure_report() const {
     return last_failure_report_;
   }
-  const BfcFreeIndex& index() const { return *index_; }
+  const BfcFreeIndex& index() const { return *indexes_.front(); }
+  const AllocationPolicy& policy() const { return *policy_; }
 
  private:
   // bfc_core.cc
   void* FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
-                  uint64_t freed_before);
+                  uint64_t freed_before, int pool);
   void* MarkInUse(ChunkHandle handle, uint64_t bytes);
   // Cuts `handle` at `head_bytes`; returns the new tail chunk (not indexed).
   ChunkHandle SplitChunk(ChunkHandle handle, uint64_t head_bytes);
@@ -92,11 +94,22 @@ class BfcCore {
   absl::Status DiagnoseBadFree(uint64_t address) const;
 
   // bfc_extend.cc
-  bool Extend(uint64_t alignment, uint64_t rounded);
-  void AddMemory(void* ptr, uint64_t bytes_received);
+  // Grows the pool for a request; `use_free_tail` lets a coalescing upstream
+  // extend the last region's free tail instead of holding the whole request
+  // (`relied_on_tail` tells whether the new region alone is too small).
+  bool Extend(uint64_t alignment, uint64_t rounded, int pool,
+              bool use_free_tail, bool* relied_on_tail);
+  void* GrowAndFind(uint64_t bytes, uint64_t rounded, uint64_t alignment,
+                    uint64_t freed_before, int pool);
+  // Adds an upstream piece; true when it joined an existing region.
+  bool AddMemory(void* ptr, uint64_t bytes_received, int pool);
+  uint64_t FreeTailBytes(int pool) const;
+  ChunkHandle LastChunk(const BfcRegion& region) const;
   bool DeallocateFreeRegions(uint64_t rounded);
   std::vector<uint64_t> FreeRegionStarts() const;
   void DeallocateRegions(const std::vector<uint64_t>& region_starts);
+  // Returns trailing upstream pieces that hold only free memory; true if any.
+  bool ReleaseFreeTails();
 
   // bfc_timestamps.cc
   bool MergeTimestampedChunks(uint64_t required_bytes);
@@ -113,10 +126,9 @@ class BfcCore {
 
   SubAllocator* const upstream_;
   const Config config_;
-  const uint64_t max_internal_fragmentation_;
+  const std::unique_ptr<AllocationPolicy> policy_;
   const bool coalesce_regions_;
-  uint64_t region_bytes_;  // size of the next region to ask the upstream for
-  std::unique_ptr<BfcFreeIndex> index_;
+  std::vector<std::unique_ptr<BfcFreeIndex>> indexes_;  // one per pool
   AddressMap map_;
   AllocatorStats stats_;
   int64_t next_allocation_id_ = 1;

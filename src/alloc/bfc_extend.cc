@@ -16,33 +16,39 @@ BfcCore::~BfcCore() {
   }
 }
 
-bool BfcCore::Extend(uint64_t alignment, uint64_t rounded) {
+bool BfcCore::Extend(uint64_t alignment, uint64_t rounded, int pool,
+                     bool use_free_tail, bool* relied_on_tail) {
   // An upstream may hand back more than asked, so the pool can exceed the
   // limit.
   const uint64_t headroom = stats_.pool_bytes >= config_.memory_limit
                                 ? 0
                                 : config_.memory_limit - stats_.pool_bytes;
-  const uint64_t available = RoundDown(headroom, bfc::kMinAllocationSize);
-  if (rounded > available) return false;
-
-  bool increased_region_size = false;
-  while (rounded > region_bytes_) {
-    region_bytes_ = bfc::DoubledRegionBytes(region_bytes_);
-    increased_region_size = true;
+  GrowthRequest request;
+  request.rounded = rounded;
+  request.alignment = alignment;
+  request.pool = pool;
+  request.headroom = RoundDown(headroom, bfc::kMinAllocationSize);
+  // Padding for a larger alignment could eat the tail: count on it only for
+  // plain requests.
+  if (use_free_tail && alignment == bfc::kMinAllocationSize)
+    request.free_tail = FreeTailBytes(pool);
+  if (const uint64_t threshold = policy_->ReleaseThresholdBytes();
+      threshold > 0 && stats_.pool_bytes + rounded > threshold) {
+    DeallocateRegions(FreeRegionStarts());
   }
-  uint64_t bytes = std::min(region_bytes_, available);
+  uint64_t bytes = policy_->RegionBytes(request);
+  if (bytes == 0) return false;
   size_t bytes_received = 0;
   void* ptr = upstream_->Alloc(alignment, bytes, &bytes_received);
-  // Refused: ask for less, strictly less each time, down to the request.
+  // Refused: ask for less, strictly less each time, as long as the policy
+  // has a smaller size to try.
   while (ptr == nullptr) {
-    bytes = bfc::BackpedalBytes(bytes);
-    if (bytes < rounded) return false;
+    bytes = policy_->SmallerRegionBytes(bytes, request);
+    if (bytes == 0) return false;
     ptr = upstream_->Alloc(alignment, bytes, &bytes_received);
   }
-  // Beyond the limit doubling changes nothing (requests are capped by it).
-  if (!increased_region_size && region_bytes_ < config_.memory_limit) {
-    region_bytes_ = bfc::DoubledRegionBytes(region_bytes_);
-  }
+  policy_->RegionAdded(request);
+  if (relied_on_tail != nullptr) *relied_on_tail = bytes < rounded;
 
   const uint64_t usable = RoundDown(bytes_received, bfc::kMinAllocationSize);
   if (reinterpret_cast<uint64_t>(ptr) % bfc::kMinAllocationSize != 0 ||
@@ -54,31 +60,54 @@ bool BfcCore::Extend(uint64_t alignment, uint64_t rounded) {
   }
   stats_.pool_bytes += bytes_received;
   stats_.peak_pool_bytes = std::max(stats_.peak_pool_bytes, stats_.pool_bytes);
-  AddMemory(ptr, bytes_received);
+  AddMemory(ptr, bytes_received, pool);
   return true;
 }
 
-void BfcCore::AddMemory(void* ptr, uint64_t bytes_received) {
+ChunkHandle BfcCore::LastChunk(const BfcRegion& region) const {
+  ChunkHandle last = region.first_chunk;
+  while (map_.chunk(last).next != kInvalidChunk) last = map_.chunk(last).next;
+  return last;
+}
+
+uint64_t BfcCore::FreeTailBytes(int pool) const {
+  if (!coalesce_regions_) return 0;
+  // A coalescing upstream extends its highest region first.
+  const BfcRegion* highest = nullptr;
+  for (const BfcRegion& region : map_.regions()) {
+    if (region.pool == static_cast<uint32_t>(pool)) highest = &region;
+  }
+  if (highest == nullptr) return 0;
+  const BfcChunk& last = map_.chunk(LastChunk(*highest));
+  return last.in_use() || last.freed_at_count != 0 ? 0 : last.size;
+}
+
+bool BfcCore::AddMemory(void* ptr, uint64_t bytes_received, int pool) {
   const uint64_t address = reinterpret_cast<uint64_t>(ptr);
   const uint64_t usable = RoundDown(bytes_received, bfc::kMinAllocationSize);
   const ChunkHandle handle = map_.NewChunk();
   BfcChunk& chunk = map_.chunk(handle);
   chunk.address = address;
   chunk.size = usable;
+  chunk.pool = pool;
   BfcRegion* region =
       coalesce_regions_ ? map_.RegionEndingAt(address) : nullptr;
-  if (region != nullptr && usable == bytes_received) {
+  const bool joins = region != nullptr && usable == bytes_received &&
+                     region->pool == static_cast<uint32_t>(pool);
+  if (joins) {
     // Contiguous with an existing region: grow it and link the new chunk last.
-    ChunkHandle last = region->first_chunk;
-    while (map_.chunk(last).next != kInvalidChunk) last = map_.chunk(last).next;
+    const ChunkHandle last = LastChunk(*region);
     map_.chunk(last).next = handle;
     map_.chunk(handle).prev = last;
     region->end += usable;
     region->pieces.push_back({ptr, bytes_received});
   } else {
-    map_.AddRegion(ptr, bytes_received, handle).end = address + usable;
+    BfcRegion& added = map_.AddRegion(ptr, bytes_received, handle);
+    added.end = address + usable;
+    added.pool = pool;
   }
   InsertFree(TryToCoalesce(handle, /*ignore_freed_at=*/false));
+  return joins;
 }
 
 std::vector<uint64_t> BfcCore::FreeRegionStarts() const {
@@ -95,7 +124,12 @@ std::vector<uint64_t> BfcCore::FreeRegionStarts() const {
 }
 
 bool BfcCore::DeallocateFreeRegions(uint64_t rounded) {
-  if (!config_.garbage_collection) return false;
+  if (!config_.garbage_collection &&
+      !policy_->ReleasesFreeRegionsBeforeFailing()) {
+    return false;
+  }
+  const bool released_tails =
+      policy_->ReleasesFreeTails() && ReleaseFreeTails();
   const std::vector<uint64_t> starts = FreeRegionStarts();
   uint64_t total_free = 0;
   for (const BfcRegion& region : map_.regions()) {
@@ -104,19 +138,21 @@ bool BfcCore::DeallocateFreeRegions(uint64_t rounded) {
         total_free += piece.bytes;
     }
   }
-  if (total_free == 0) return false;
+  if (total_free == 0) return released_tails;
   // Only worth it when the freed memory plus the headroom can hold the request.
   const uint64_t headroom = stats_.pool_bytes >= config_.memory_limit
                                 ? 0
                                 : config_.memory_limit - stats_.pool_bytes;
-  if (rounded > headroom + total_free) return false;
+  if (rounded > headroom + total_free) return released_tails;
   DeallocateRegions(starts);
   return true;
 }
 
 bool BfcCore::ReleaseFreeRegions() {
+  const bool released_tails =
+      policy_->ReleasesFreeTails() && ReleaseFreeTails();
   const std::vector<uint64_t> starts = FreeRegionStarts();
-  if (starts.empty()) return false;
+  if (starts.empty()) return released_tails;
   DeallocateRegions(starts);
   return true;
 }
@@ -138,6 +174,38 @@ void BfcCore::DeallocateRegions(const std::vector<uint64_t>& region_starts) {
     }
     map_.RemoveRegion(start);
   }
+}
+
+bool BfcCore::ReleaseFreeTails() {
+  bool released = false;
+  for (BfcRegion& region : map_.mutable_regions()) {
+    // The first piece goes only with the whole region (DeallocateRegions).
+    while (region.pieces.size() > 1) {
+      const UpstreamPiece piece = region.pieces.back();
+      const uint64_t piece_begin = reinterpret_cast<uint64_t>(piece.ptr);
+      ChunkHandle last = LastChunk(region);
+      const BfcChunk& chunk = map_.chunk(last);
+      if (chunk.in_use() || chunk.freed_at_count != 0 ||
+          chunk.address > piece_begin) {
+        break;
+      }
+      RemoveFree(last);
+      if (chunk.address < piece_begin) {
+        const ChunkHandle tail = SplitChunk(last, piece_begin - chunk.address);
+        InsertFree(last);
+        last = tail;
+      }
+      const ChunkHandle before = map_.chunk(last).prev;
+      map_.chunk(before).next = kInvalidChunk;
+      map_.ReleaseChunk(last);
+      upstream_->Free(piece.ptr, piece.bytes);
+      stats_.pool_bytes -= piece.bytes;
+      region.end = piece_begin;
+      region.pieces.pop_back();
+      released = true;
+    }
+  }
+  return released;
 }
 
 }  // namespace tensormem::internal

@@ -11,8 +11,12 @@
 namespace tensormem::internal {
 
 uint64_t BfcCore::LargestFreeBlock() const {
-  const std::optional<FreeChunkKey> largest = index_->Largest();
-  return largest ? largest->size : 0;
+  uint64_t largest_size = 0;
+  for (const auto& index : indexes_) {
+    if (const std::optional<FreeChunkKey> largest = index->Largest())
+      largest_size = std::max(largest_size, largest->size);
+  }
+  return largest_size;
 }
 
 AllocatorStats BfcCore::Stats() const {
@@ -148,7 +152,7 @@ absl::Status BfcCore::CheckInvariants() const {
         }
       } else {
         ++free_chunks;
-        if (!index_->Contains(c.Key(h))) {
+        if (c.pool != region.pool || !indexes_[c.pool]->Contains(c.Key(h))) {
           return absl::InternalError(
               absl::StrFormat("free chunk 0x%x of %d bytes is not in its bin",
                               c.address, c.size));
@@ -169,9 +173,11 @@ absl::Status BfcCore::CheckInvariants() const {
                           region.begin, expected_address, region.end));
     }
   }
-  if (free_chunks != index_->Size()) {
+  size_t indexed_chunks = 0;
+  for (const auto& index : indexes_) indexed_chunks += index->Size();
+  if (free_chunks != indexed_chunks) {
     return absl::InternalError(absl::StrFormat(
-        "%d free chunks but %d in the index", free_chunks, index_->Size()));
+        "%d free chunks but %d in the indexes", free_chunks, indexed_chunks));
   }
   if (live_chunks != map_.num_live() || in_use_bytes != stats_.bytes_in_use ||
       pool_bytes != stats_.pool_bytes) {

@@ -33,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "tensormem/alloc/allocation_policy.h"
 #include "tensormem/alloc/allocator.h"
 #include "tensormem/alloc/bfc_free_index.h"
 #include "tensormem/alloc/bfc_shared_counter.h"
@@ -85,9 +86,15 @@ class BfcAllocator final : public Allocator {
  public:
   using Options = BfcAllocatorOptions;
 
+  // TensorFlow's policy (`tf`), configured by `options`.
   BfcAllocator(std::unique_ptr<SubAllocator> upstream, size_t memory_limit,
                Options options = {});
-  // The same, with a free index other than the fast one (tests, benchmarks).
+  // Another policy (see policy_registry.h; create it for this upstream and
+  // limit). options.fragmentation_fraction is the policy's business.
+  BfcAllocator(std::unique_ptr<SubAllocator> upstream, size_t memory_limit,
+               Options options, std::unique_ptr<AllocationPolicy> policy);
+  // TensorFlow's policy with a free index other than the fast one (tests,
+  // benchmarks).
   BfcAllocator(std::unique_ptr<SubAllocator> upstream, size_t memory_limit,
                Options options, std::unique_ptr<BfcFreeIndex> free_index);
   ~BfcAllocator() override;  // returns all memory to the upstream
@@ -132,6 +139,8 @@ class BfcAllocator final : public Allocator {
   SubAllocator& upstream() { return *upstream_; }
   size_t memory_limit() const { return memory_limit_; }
   std::string FreeIndexName() const;
+  // The policy's name and the options that differ from its defaults.
+  std::string PolicyDescription() const;
 
  private:
   void* DoAllocate(size_t bytes, size_t alignment) override;
@@ -139,6 +148,9 @@ class BfcAllocator final : public Allocator {
   void* AttemptAllocation(size_t alignment, size_t bytes,
                           const AllocationAttributes& attributes,
                           bool log_failure);
+  BfcAllocator(std::unique_ptr<SubAllocator> upstream, size_t memory_limit,
+               Options options, std::unique_ptr<AllocationPolicy> policy,
+               std::unique_ptr<BfcFreeIndex> free_index);
 
   const Options options_;
   const size_t memory_limit_;

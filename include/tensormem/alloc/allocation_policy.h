@@ -1,0 +1,109 @@
+// AllocationPolicy: the decisions that tell one BFC-style allocator from
+// another, as hooks the BFC engine calls.
+//
+// The engine (regions from an upstream, chunks in address order, a best-fit
+// free index per pool, split on allocation, merge on free) is shared. A policy
+// decides how requests are rounded, which pool serves them, whether the best
+// fit may be used, when a chunk is split, how large a new region is, and
+// whether free memory goes back to the upstream before a request fails.
+// Policies are created by name (policy_registry.h); each one is one file.
+//
+//   PolicyEnvironment env{.memory_limit = 1 * kGiB, .allow_growth = true};
+//   absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
+//       CreatePolicy("pytorch", env, "max_split_size_mb:512");
+//   BfcAllocator bfc(std::move(upstream), 1 * kGiB, {}, *std::move(policy));
+#ifndef TENSORMEM_ALLOC_ALLOCATION_POLICY_H_
+#define TENSORMEM_ALLOC_ALLOCATION_POLICY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tensormem {
+
+// What a policy is told about the allocator it serves, once, at creation.
+struct PolicyEnvironment {
+  uint64_t memory_limit = 0;
+  // false: the pool is one region of the whole limit, taken at the first
+  // allocation (policies that always grow by segments may ignore it).
+  bool allow_growth = true;
+  // Whether the upstream hands out regions that extend earlier ones
+  // (SubAllocator::SupportsCoalescing).
+  bool upstream_coalesces = false;
+  // TensorFlow's fragmentation fraction (> 0: split whenever the tail would be
+  // at least this fraction of the limit).
+  double fragmentation_fraction = 0;
+  // Growth unit of policies that grow by what a request needs (a GPU's VMM
+  // allocation granularity).
+  uint64_t granule = 2 << 20;
+};
+
+// Why the engine asks for a new region, and what it knows at that moment.
+struct GrowthRequest {
+  uint64_t rounded = 0;    // chunk size the request needs
+  uint64_t alignment = 0;  // of the request (>= 256)
+  int pool = 0;
+  // Limit minus pool bytes, rounded down to 256: the most the engine may ask.
+  uint64_t headroom = 0;
+  // Free bytes at the end of the pool's last region that a new contiguous
+  // region would merge with (0 unless the upstream coalesces and the policy
+  // merges regions).
+  uint64_t free_tail = 0;
+};
+
+class AllocationPolicy {
+ public:
+  virtual ~AllocationPolicy() = default;
+
+  // The registry name, with the options that differ from the defaults.
+  virtual std::string Describe() const = 0;
+
+  // The chunk size a request of `bytes` (> 0) is served with: a multiple of
+  // 256. nullopt when it overflows.
+  virtual std::optional<uint64_t> RoundedSize(uint64_t bytes) const = 0;
+
+  // Pools partition regions: a request is served only by chunks of its pool.
+  virtual int NumPools() const { return 1; }
+  virtual int PoolFor(uint64_t rounded) const { return 0; }
+
+  // Whether the best fit (the smallest free chunk >= `rounded` in the pool)
+  // may serve the request. false means no chunk of the pool may, so a new
+  // region is made.
+  virtual bool MayServe(uint64_t chunk_size, uint64_t rounded) const {
+    return true;
+  }
+
+  // Whether a chunk of `chunk_size` chosen for `rounded` bytes is cut at
+  // `rounded`, the tail becoming a free chunk.
+  virtual bool ShouldSplit(uint64_t chunk_size, uint64_t rounded,
+                           int pool) const = 0;
+
+  // Bytes to ask the upstream for (>= request.rounded - request.free_tail,
+  // <= request.headroom), or 0 when the policy will not grow.
+  virtual uint64_t RegionBytes(const GrowthRequest& request) = 0;
+  // After the upstream refused `refused` bytes: a smaller size to try, or 0 to
+  // give up.
+  virtual uint64_t SmallerRegionBytes(uint64_t refused,
+                                      const GrowthRequest& request) const {
+    return 0;
+  }
+  // The upstream granted the region asked for with `request`.
+  virtual void RegionAdded(const GrowthRequest& request) {}
+
+  // Whether a region contiguous with an earlier one of the same pool (from a
+  // coalescing upstream) joins it, so chunks may merge across the seam.
+  virtual bool MergesRegions() const { return true; }
+  // Whether, before a request fails, regions holding nothing in use are
+  // returned to the upstream and the request retried (garbage collection).
+  virtual bool ReleasesFreeRegionsBeforeFailing() const { return false; }
+  // Whether free trailing upstream pieces of a region are given back as well
+  // when free memory is returned (a region shrinks instead of staying whole).
+  virtual bool ReleasesFreeTails() const { return false; }
+  // Pool bytes above which free regions are returned before growing further
+  // (0: never).
+  virtual uint64_t ReleaseThresholdBytes() const { return 0; }
+};
+
+}  // namespace tensormem
+
+#endif  // TENSORMEM_ALLOC_ALLOCATION_POLICY_H_

@@ -1,0 +1,109 @@
+#include "tensormem/alloc/policy_registry.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "alloc/policies/policies.h"
+
+namespace tensormem {
+namespace {
+
+struct RegisteredPolicy {
+  PolicyInfo info;
+  internal::PolicyFactory factory;
+};
+
+std::string_view Strip(std::string_view text) {
+  const absl::string_view stripped =
+      absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size()));
+  return std::string_view(stripped.data(), stripped.size());
+}
+
+// One line per policy; the first is the default (kDefaultPolicy).
+const std::vector<RegisteredPolicy>& Registry() {
+  static const auto* registry = new std::vector<RegisteredPolicy>{
+      {{"tight",
+        "best fit, always split, grow by what is lacking (tensormem's own)",
+        ""},
+       internal::MakeTightPolicy},
+      {{"tf", "TensorFlow's BFC allocator, decision for decision", ""},
+       internal::MakeTfPolicy},
+      {{"pytorch", "a model of PyTorch's CUDA caching allocator",
+        "max_split_size_mb, max_non_split_rounding_mb, "
+        "roundup_power2_divisions, garbage_collection_threshold, "
+        "expandable_segments"},
+       internal::MakePytorchPolicy},
+  };
+  return *registry;
+}
+
+}  // namespace
+
+const std::vector<PolicyInfo>& Policies() {
+  static const auto* infos = [] {
+    auto* list = new std::vector<PolicyInfo>;
+    for (const RegisteredPolicy& policy : Registry())
+      list->push_back(policy.info);
+    return list;
+  }();
+  return *infos;
+}
+
+absl::StatusOr<std::unique_ptr<AllocationPolicy>> CreatePolicy(
+    std::string_view name, const PolicyEnvironment& environment,
+    std::string_view config) {
+  absl::StatusOr<std::vector<ConfigEntry>> entries = ParsePolicyConfig(config);
+  if (!entries.ok()) return entries.status();
+  std::vector<std::string> known;
+  for (const RegisteredPolicy& policy : Registry()) {
+    if (policy.info.name == name) return policy.factory(environment, *entries);
+    known.emplace_back(policy.info.name);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("unknown policy '%s' (known: %s)", std::string(name),
+                      absl::StrJoin(known, ", ")));
+}
+
+absl::StatusOr<std::vector<ConfigEntry>> ParsePolicyConfig(
+    std::string_view text) {
+  std::vector<ConfigEntry> entries;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = begin;
+    int depth = 0;
+    for (; end < text.size() && (depth > 0 || text[end] != ','); ++end) {
+      if (text[end] == '[') ++depth;
+      if (text[end] == ']') --depth;
+    }
+    const std::string_view entry = Strip(text.substr(begin, end - begin));
+    begin = end + 1;
+    if (entry.empty()) continue;
+    const size_t colon = entry.find(':');
+    if (colon == std::string_view::npos || colon == 0 ||
+        colon + 1 == entry.size() || depth != 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "configuration entry '%s' is not of the form key:value",
+          std::string(entry)));
+    }
+    entries.push_back({std::string(Strip(entry.substr(0, colon))),
+                       std::string(Strip(entry.substr(colon + 1)))});
+  }
+  return entries;
+}
+
+namespace internal {
+
+absl::Status UnknownConfigKey(std::string_view policy, std::string_view key,
+                              std::string_view known_keys) {
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "policy '%s' has no configuration key '%s' (%s)", std::string(policy),
+      std::string(key),
+      known_keys.empty() ? std::string("it takes none")
+                         : absl::StrCat("known: ", std::string(known_keys))));
+}
+
+}  // namespace internal
+}  // namespace tensormem
