@@ -43,7 +43,11 @@ const PreparedTrace& Prepared() {
   return *prepared;
 }
 
-ReplayTarget FreshBfc() { return *CreateReplayTarget(ReplayAllocatorConfig{}); }
+ReplayTarget FreshBfc() {
+  AllocatorSpec spec;
+  spec.policy = "tf";
+  return *CreateReplayTarget(spec);
+}
 
 void BM_BareAllocatorLoop(benchmark::State& state) {
   const PreparedTrace& trace = Prepared();

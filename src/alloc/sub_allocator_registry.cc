@@ -12,45 +12,84 @@
 namespace tensormem {
 namespace {
 
+using Factory = absl::StatusOr<std::unique_ptr<SubAllocator>> (*)(
+    const SubAllocatorParams& params);
+
 absl::Status RequireCapacity(std::string_view kind, uint64_t capacity) {
   if (capacity > 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrFormat(
       "sub-allocator '%s' needs a capacity > 0 bytes", std::string(kind)));
 }
 
+// A sub-allocator that reports a failed construction through status().
+template <typename T>
+absl::StatusOr<std::unique_ptr<SubAllocator>> Checked(std::unique_ptr<T> made) {
+  if (!made->status().ok()) return made->status();
+  return made;
+}
+
+absl::StatusOr<std::unique_ptr<SubAllocator>> MakeHost(
+    const SubAllocatorParams& params) {
+  if (params.coalescing) {
+    return absl::InvalidArgumentError(
+        "sub-allocator 'host' cannot coalesce: its regions are never "
+        "contiguous");
+  }
+  return std::make_unique<HostSubAllocator>();
+}
+
+absl::StatusOr<std::unique_ptr<SubAllocator>> MakeSimulated(
+    const SubAllocatorParams& params) {
+  if (absl::Status status = RequireCapacity("simulated", params.capacity);
+      !status.ok())
+    return status;
+  return Checked(std::make_unique<SimulatedSubAllocator>(params.capacity,
+                                                         params.coalescing));
+}
+
+absl::StatusOr<std::unique_ptr<SubAllocator>> MakeVmm(
+    const SubAllocatorParams& params) {
+  if (absl::Status status = RequireCapacity("vmm", params.capacity);
+      !status.ok())
+    return status;
+  return Checked(std::make_unique<VmmSubAllocator>(params.capacity));
+}
+
+struct Registered {
+  SubAllocatorInfo info;
+  Factory factory;
+};
+
+// One line per kind.
+const std::vector<Registered>& Registry() {
+  static const auto* registry = new std::vector<Registered>{
+      {{"host", "aligned host memory from the C library"}, MakeHost},
+      {{"simulated", "address space only (any device size, deterministic)"},
+       MakeSimulated},
+      {{"vmm", "reserved once, committed on demand, grows contiguously"},
+       MakeVmm},
+  };
+  return *registry;
+}
+
 }  // namespace
 
-std::vector<std::string_view> SubAllocatorKinds() {
-  return {"host", "simulated", "vmm"};
+const std::vector<SubAllocatorInfo>& SubAllocatorKinds() {
+  static const auto* kinds = [] {
+    auto* list = new std::vector<SubAllocatorInfo>;
+    for (const Registered& kind : Registry()) list->push_back(kind.info);
+    return list;
+  }();
+  return *kinds;
 }
 
 absl::StatusOr<std::unique_ptr<SubAllocator>> CreateSubAllocator(
-    std::string_view kind, uint64_t capacity, bool coalescing) {
-  if (kind == "host") {
-    if (coalescing) {
-      return absl::InvalidArgumentError(
-          "sub-allocator 'host' cannot coalesce: its regions are never "
-          "contiguous");
-    }
-    return std::make_unique<HostSubAllocator>();
-  }
-  if (kind == "simulated") {
-    if (absl::Status status = RequireCapacity(kind, capacity); !status.ok())
-      return status;
-    auto simulated =
-        std::make_unique<SimulatedSubAllocator>(capacity, coalescing);
-    if (!simulated->status().ok()) return simulated->status();
-    return simulated;
-  }
-  if (kind == "vmm") {
-    if (absl::Status status = RequireCapacity(kind, capacity); !status.ok())
-      return status;
-    auto vmm = std::make_unique<VmmSubAllocator>(capacity);
-    if (!vmm->status().ok()) return vmm->status();
-    return vmm;
-  }
+    std::string_view kind, const SubAllocatorParams& params) {
   std::vector<std::string> known;
-  for (std::string_view name : SubAllocatorKinds()) known.emplace_back(name);
+  for (const Registered& registered : Registry()) {
+    if (registered.info.name == kind) return registered.factory(params);
+    known.emplace_back(registered.info.name);
+  }
   return absl::InvalidArgumentError(
       absl::StrFormat("unknown sub-allocator kind '%s' (known: %s)",
                       std::string(kind), absl::StrJoin(known, ", ")));

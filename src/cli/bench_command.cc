@@ -96,9 +96,9 @@ T Check(absl::StatusOr<T> value, const std::string& context) {
 
 BenchRow BenchTrace(const Workload& workload, const BenchFlags& flags) {
   const PreparedTrace trace = LoadTrace(kCommand, workload.path);
-  ReplayAllocatorConfig bfc;  // TensorFlow's defaults with allow_growth
-  ReplayAllocatorConfig system;
-  system.allocator = "system";
+  AllocatorSpec bfc;  // the default policy, with growth
+  AllocatorSpec system;
+  system.kind = "system";
   BenchRow row = NewRow(workload, "trace");
   row.bfc_ns_per_op = MeasureSpeed(kCommand, trace, bfc).ns_per_op;
   row.system_ns_per_op = MeasureSpeed(kCommand, trace, system).ns_per_op;
@@ -119,7 +119,7 @@ BenchRow BenchTrace(const Workload& workload, const BenchFlags& flags) {
   const absl::Status written =
       WriteHtmlFile((fs::path(flags.out) / row.page).string(),
                     RenderReplayHtml(result, workload.name,
-                                     DescribeReplayAllocator(bfc), extras));
+                                     DescribeAllocator(bfc), extras));
   if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
   return row;
 }

@@ -64,8 +64,7 @@ void PrintTable(const ReplayMetrics& m, const std::string& allocator,
 
 void Run(const ReplayFlags& flags) {
   constexpr std::string_view kCommand = "replay";
-  absl::StatusOr<ReplayAllocatorConfig> config =
-      ToReplayConfig(flags.allocator);
+  absl::StatusOr<AllocatorSpec> config = ToAllocatorSpec(flags.allocator);
   if (!config.ok()) Fail(kCommand, 2, std::string(config.status().message()));
   const PreparedTrace trace = LoadTrace(kCommand, flags.trace);
 
@@ -75,7 +74,7 @@ void Run(const ReplayFlags& flags) {
   if (!target.ok()) Fail(kCommand, 1, std::string(target.status().message()));
   if (flags.dump && !target->dump) {
     Fail(kCommand, 2,
-         "--dump: allocator '" + config->allocator + "' keeps no memory map");
+         "--dump: allocator '" + config->kind + "' keeps no memory map");
   }
   absl::StatusOr<ReplayResult> result =
       Replay(trace, *target,
@@ -93,7 +92,7 @@ void Run(const ReplayFlags& flags) {
     if (!found.ok()) Fail(kCommand, 1, std::string(found.status().message()));
     min_limit = *found;
   }
-  const std::string description = DescribeReplayAllocator(*config);
+  const std::string description = DescribeAllocator(*config);
   if (flags.json) {
     nlohmann::json json = ReplayMetricsToJson(metrics);
     json["trace"] = flags.trace;

@@ -1,57 +1,81 @@
 #include "cli/replay_flags.h"
 
+#include <algorithm>
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
+#include "tensormem/alloc/policy_registry.h"
+#include "tensormem/alloc/sub_allocator_registry.h"
 #include "tensormem/core/units.h"
 #include "tensormem/trace/trace_io.h"
 
 namespace tensormem::cli {
 
-void AddAllocatorFlags(CLI::App& command, AllocatorFlags& flags) {
-  command.add_option("--allocator", flags.allocator, "bfc (default) or system");
-  command.add_option(
-      "--sub-allocator", flags.sub_allocator,
-      "where bfc gets its regions: simulated (default, address space only), "
-      "host or vmm");
-  command.add_option("--memory-limit", flags.memory_limit,
-                     "limit such as 16G (default: the simulated capacity, " +
-                         HumanBytes(kDefaultReplayCapacity) + ")");
-  command.add_flag("--growth,!--no-growth", flags.growth,
-                   "grow the pool region by region (default) or take the whole "
-                   "limit at once");
-  command.add_flag("--gc", flags.gc,
-                   "bfc: return empty regions to the upstream on failure");
-  command.add_option("--fragmentation-fraction", flags.fragmentation_fraction,
-                     "bfc: split a chunk when the unused tail is at least this "
-                     "fraction of the "
-                     "limit (0: default rule)");
+namespace {
+
+std::string FlagName(std::string_view key) {
+  std::string name(key);
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
 }
 
-absl::StatusOr<ReplayAllocatorConfig> ToReplayConfig(
-    const AllocatorFlags& flags) {
-  ReplayAllocatorConfig config;
-  config.allocator = flags.allocator;
-  config.sub_allocator = flags.sub_allocator;
-  config.growth = flags.growth;
-  config.garbage_collection = flags.gc;
-  config.fragmentation_fraction = flags.fragmentation_fraction;
-  if (!flags.memory_limit.empty()) {
-    absl::StatusOr<uint64_t> limit = ParseByteSize(flags.memory_limit);
-    if (!limit.ok()) return limit.status();
-    config.memory_limit = *limit;
+std::string HelpFor(const AllocatorOptionInfo& option) {
+  std::string help =
+      std::string(option.help) + " [" + std::string(option.accepted) + "]";
+  const auto list = [&help](std::string_view name, std::string_view summary) {
+    help += "\n  " + std::string(name) + ": " + std::string(summary);
+  };
+  if (option.key == "policy") {
+    for (const PolicyInfo& policy : Policies())
+      list(policy.name, policy.summary);
+  } else if (option.key == "sub_allocator") {
+    for (const SubAllocatorInfo& kind : SubAllocatorKinds())
+      list(kind.name, kind.summary);
+  } else if (option.key == "memory_limit") {
+    help += " (default: the capacity, " + HumanBytes(kDefaultCapacity) + ")";
   }
-  if (config.allocator != "bfc" &&
-      (config.sub_allocator != "simulated" || config.garbage_collection ||
-       !config.growth || config.fragmentation_fraction != 0)) {
-    return absl::InvalidArgumentError(
-        "--sub-allocator, --gc, --no-growth and --fragmentation-fraction apply "
-        "to --allocator "
-        "bfc only");
+  return help;
+}
+
+}  // namespace
+
+void AddAllocatorFlags(CLI::App& command, AllocatorFlags& flags) {
+  for (const AllocatorOptionInfo& option : AllocatorOptions()) {
+    const std::string key(option.key);
+    const std::string name = FlagName(option.key);
+    if (option.accepted.starts_with("true/false")) {
+      command.add_flag_callback(
+          "--" + name,
+          [&flags, key] { flags.values.emplace_back(key, "true"); },
+          std::string(option.help));
+      command.add_flag_callback(
+          "--no-" + name,
+          [&flags, key] { flags.values.emplace_back(key, "false"); },
+          "the opposite of --" + name);
+      continue;
+    }
+    command.add_option_function<std::string>(
+        "--" + name,
+        [&flags, key](const std::string& value) {
+          flags.values.emplace_back(key, value);
+        },
+        HelpFor(option));
+  }
+}
+
+absl::StatusOr<AllocatorSpec> ToAllocatorSpec(const AllocatorFlags& flags) {
+  AllocatorSpec spec;
+  for (const auto& [key, value] : flags.values) {
+    if (absl::Status status = SetAllocatorOption(spec, key, value);
+        !status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", FlagName(key), ": ", status.message()));
+    }
   }
   // Fails early on unknown kinds and bad values, before any trace is read.
-  absl::StatusOr<ReplayTarget> probe = CreateReplayTarget(config);
+  absl::StatusOr<ReplayTarget> probe = CreateReplayTarget(spec);
   if (!probe.ok()) return probe.status();
-  return config;
+  return spec;
 }
 
 void Fail(std::string_view command, int exit_code, std::string_view message) {
@@ -71,13 +95,13 @@ PreparedTrace LoadTrace(std::string_view command, const std::string& path) {
 }
 
 ReplayMetrics MeasureSpeed(std::string_view command, const PreparedTrace& trace,
-                           const ReplayAllocatorConfig& config) {
+                           const AllocatorSpec& spec) {
   constexpr double kEnoughSeconds = 0.05;
   constexpr int kMaxRuns = 10;
   ReplayMetrics fastest;
   double measured = 0;
   for (int run = 0; run < kMaxRuns && measured < kEnoughSeconds; ++run) {
-    absl::StatusOr<ReplayTarget> target = CreateReplayTarget(config);
+    absl::StatusOr<ReplayTarget> target = CreateReplayTarget(spec);
     if (!target.ok()) Fail(command, 1, std::string(target.status().message()));
     ReplayMetrics timing;
     TimeReplay(trace, *target, timing);
@@ -87,9 +111,9 @@ ReplayMetrics MeasureSpeed(std::string_view command, const PreparedTrace& trace,
   return fastest;
 }
 
-absl::StatusOr<MinimumLimit> MinimumLimitFor(
-    const PreparedTrace& trace, const ReplayAllocatorConfig& config) {
-  ReplayAllocatorConfig trial = config;
+absl::StatusOr<MinimumLimit> MinimumLimitFor(const PreparedTrace& trace,
+                                             const AllocatorSpec& spec) {
+  AllocatorSpec trial = spec;
   trial.growth = false;
   return FindMinimumLimit(
       trace,
@@ -97,7 +121,7 @@ absl::StatusOr<MinimumLimit> MinimumLimitFor(
         trial.memory_limit = limit;
         return CreateReplayTarget(trial);
       },
-      config.capacity);
+      spec.capacity);
 }
 
 }  // namespace tensormem::cli

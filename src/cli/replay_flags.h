@@ -5,6 +5,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
@@ -13,22 +15,19 @@
 
 namespace tensormem::cli {
 
+// The allocator specification's options as given on the command line, by key,
+// in the order given.
 struct AllocatorFlags {
-  std::string allocator = "bfc";
-  std::string sub_allocator = "simulated";
-  std::string memory_limit;  // empty: kDefaultReplayCapacity
-  bool growth = true;
-  bool gc = false;
-  double fragmentation_fraction = 0;
+  std::vector<std::pair<std::string, std::string>> values;
 };
 
-// Adds --allocator, --sub-allocator, --memory-limit, --growth/--no-growth,
-// --gc and --fragmentation-fraction to `command`.
+// Adds one flag per allocator option (allocator_spec.h): `--key-with-dashes
+// VALUE`, and `--key` / `--no-key` for yes-or-no options.
 void AddAllocatorFlags(CLI::App& command, AllocatorFlags& flags);
 
-// Validates the flags (sizes parsed, the sub-allocator only with bfc).
-absl::StatusOr<ReplayAllocatorConfig> ToReplayConfig(
-    const AllocatorFlags& flags);
+// The specification the flags describe, checked (an allocator is built and
+// dropped, so bad combinations fail before any trace is read).
+absl::StatusOr<AllocatorSpec> ToAllocatorSpec(const AllocatorFlags& flags);
 
 // Prints "tensormem <command>: <message>" on stderr and ends the command with
 // `exit_code` (1: bad input or failed run, 2: bad flags).
@@ -42,11 +41,11 @@ PreparedTrace LoadTrace(std::string_view command, const std::string& path);
 // until 50 ms were measured or 10 runs, so short traces are not just noise;
 // keeps the fastest run. Errors end the command with exit code 1.
 ReplayMetrics MeasureSpeed(std::string_view command, const PreparedTrace& trace,
-                           const ReplayAllocatorConfig& config);
+                           const AllocatorSpec& spec);
 
-// The smallest no-growth limit for `config`'s allocator (design.md §4).
+// The smallest no-growth limit for `spec`'s allocator (design.md §4).
 absl::StatusOr<MinimumLimit> MinimumLimitFor(
-    const PreparedTrace& trace, const ReplayAllocatorConfig& config);
+    const PreparedTrace& trace, const AllocatorSpec& spec);
 
 }  // namespace tensormem::cli
 

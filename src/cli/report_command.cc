@@ -60,8 +60,7 @@ nlohmann::json ReportPlan(const ReportFlags& flags) {
 }
 
 nlohmann::json ReportTrace(const ReportFlags& flags) {
-  absl::StatusOr<ReplayAllocatorConfig> config =
-      ToReplayConfig(flags.allocator);
+  absl::StatusOr<AllocatorSpec> config = ToAllocatorSpec(flags.allocator);
   if (!config.ok()) Fail(kCommand, 2, std::string(config.status().message()));
   const PreparedTrace trace = LoadTrace(kCommand, flags.input);
   absl::StatusOr<ReplayTarget> target = CreateReplayTarget(*config);
@@ -78,7 +77,7 @@ nlohmann::json ReportTrace(const ReportFlags& flags) {
     if (!found.ok()) Fail(kCommand, 1, std::string(found.status().message()));
     extras.min_limit = *found;
   }
-  const std::string description = DescribeReplayAllocator(*config);
+  const std::string description = DescribeAllocator(*config);
   Write(
       flags.html,
       RenderReplayHtml(*result, flags.title.empty() ? flags.input : flags.title,

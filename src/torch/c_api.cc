@@ -41,14 +41,6 @@ void WriteReportAtExit() {
   }
 }
 
-bool SameOptions(const PluginOptions& a, const PluginOptions& b) {
-  return a.memory_limit == b.memory_limit &&
-         a.sub_allocator == b.sub_allocator &&
-         a.allow_growth == b.allow_growth &&
-         a.garbage_collection == b.garbage_collection &&
-         a.trace_path == b.trace_path && a.report_path == b.report_path;
-}
-
 absl::Status Enable(const char* options_json) {
   absl::StatusOr<PluginOptions> options = OptionsFromEnvironment(&std::getenv);
   if (!options.ok()) return options.status();
@@ -58,7 +50,7 @@ absl::Status Enable(const char* options_json) {
   }
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_allocator != nullptr) {
-    if (SameOptions(g_allocator->options(), *options)) return absl::OkStatus();
+    if (g_allocator->options() == *options) return absl::OkStatus();
     return absl::FailedPreconditionError(
         "tensormem is already PyTorch's CPU allocator with other options; "
         "options apply "

@@ -5,31 +5,28 @@
 
 #include "absl/strings/str_cat.h"
 #include "tensormem/alloc/memory_dump.h"
-#include "tensormem/alloc/sub_allocator_registry.h"
 #include "tensormem/core/units.h"
 
 namespace tensormem {
 
 absl::StatusOr<std::unique_ptr<PluginAllocator>> PluginAllocator::Create(
     const PluginOptions& options) {
-  const uint64_t limit = ResolvedMemoryLimit(options);
-  absl::StatusOr<std::unique_ptr<SubAllocator>> upstream =
-      CreateSubAllocator(options.sub_allocator, limit, /*coalescing=*/false);
-  if (!upstream.ok()) return upstream.status();
-
+  AllocatorSpec spec = options.allocator;
+  spec.memory_limit = ResolvedMemoryLimit(options);
   BfcAllocator::Options bfc_options;
   bfc_options.name = "tensormem_torch";
-  bfc_options.allow_growth = options.allow_growth;
-  bfc_options.garbage_collection = options.garbage_collection;
   // PyTorch's own CPU allocator fails at once; waiting for frees from other
   // threads would only delay the error an out-of-memory program gets.
   bfc_options.allow_retry_on_failure = false;
-  bfc_options.log_failures =
-      false;  // the error PyTorch raises carries the report
+  // The error PyTorch raises carries the report.
+  bfc_options.log_failures = false;
+  absl::StatusOr<BuiltAllocator> built =
+      CreateAllocator(spec, std::move(bfc_options));
+  if (!built.ok()) return built.status();
   std::unique_ptr<PluginAllocator> plugin(new PluginAllocator(options));
-  plugin->bfc_ =
-      std::make_unique<BfcAllocator>(*std::move(upstream), limit, bfc_options);
-  plugin->top_ = plugin->bfc_.get();
+  plugin->owner_ = std::move(built->allocator);
+  plugin->bfc_ = built->bfc;
+  plugin->top_ = plugin->bfc_;
   if (!options.trace_path.empty()) {
     absl::StatusOr<std::unique_ptr<TraceWriter>> writer =
         TraceWriter::Open(options.trace_path);
@@ -101,7 +98,8 @@ nlohmann::json PluginAllocator::StatsJson() const {
   json["num_frees"] = num_frees_.load(std::memory_order_relaxed);
   json["num_failed_allocs"] =
       num_failed_allocs_.load(std::memory_order_relaxed);
-  json["sub_allocator"] = options_.sub_allocator;
+  json["sub_allocator"] = options_.allocator.sub_allocator;
+  json["policy"] = bfc_->PolicyDescription();
   return json;
 }
 

@@ -71,7 +71,8 @@ class PluginAllocator {
   void RaiseLivePeak(uint64_t live);
 
   const PluginOptions options_;
-  std::unique_ptr<BfcAllocator> bfc_;
+  std::unique_ptr<Allocator> owner_;  // the BFC allocator bfc_ points to
+  BfcAllocator* bfc_ = nullptr;
   std::unique_ptr<TraceWriter> trace_writer_;  // when tracing
   std::unique_ptr<TraceRecordingAllocator>
       recorder_;              // when tracing, over bfc_

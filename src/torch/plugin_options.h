@@ -1,13 +1,16 @@
 // PluginOptions: how the PyTorch plug-in builds its allocator.
 //
-// Read from the environment (TENSORMEM_MEMORY_LIMIT, TENSORMEM_SUB_ALLOCATOR,
-// TENSORMEM_GROWTH, TENSORMEM_GC, TENSORMEM_TRACE, TENSORMEM_REPORT), then
-// overridden by the JSON object the Python `enable(**options)` call passes.
-// No torch header here, so the parsing is tested without PyTorch.
+// The allocator is described by the allocator specification
+// (allocator_spec.h) read from the TENSORMEM_* variables (TENSORMEM_POLICY,
+// TENSORMEM_CONFIG, TENSORMEM_MEMORY_LIMIT, TENSORMEM_SUB_ALLOCATOR,
+// TENSORMEM_GROWTH, TENSORMEM_GC, ...), plus TENSORMEM_TRACE and
+// TENSORMEM_REPORT; then overridden by the JSON object the Python
+// `enable(**options)` call passes. No torch header here, so the parsing is
+// tested without PyTorch.
 //
 //   absl::StatusOr<PluginOptions> options =
-//   OptionsFromEnvironment(std::getenv); if (options.ok()) status =
-//   ApplyOptionsJson(R"({"memory_limit": "2G"})", &*options);
+//   OptionsFromEnvironment(std::getenv); if (options.ok())
+//     status = ApplyOptionsJson(R"({"memory_limit": "2G"})", &*options);
 #ifndef TENSORMEM_TORCH_PLUGIN_OPTIONS_H_
 #define TENSORMEM_TORCH_PLUGIN_OPTIONS_H_
 
@@ -18,18 +21,21 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tensormem/alloc/allocator_spec.h"
 
 namespace tensormem {
 
+// The plug-in's defaults: the default policy over host memory, limited to the
+// machine's physical memory (memory_limit unset), and an address space (vmm)
+// as large as the limit (capacity 0).
+AllocatorSpec DefaultPluginSpec();
+
 struct PluginOptions {
-  // 0 means "the machine's physical memory" (resolved by ResolvedMemoryLimit).
-  uint64_t memory_limit = 0;
-  std::string sub_allocator = "host";  // host | vmm
-  bool allow_growth = true;  // grow the pool on demand, or take it all at once
-  bool garbage_collection =
-      false;                // return free regions upstream before failing
+  AllocatorSpec allocator = DefaultPluginSpec();
   std::string trace_path;   // record every alloc/free here when set
   std::string report_path;  // stats + memory dump JSON at exit when set
+
+  friend bool operator==(const PluginOptions&, const PluginOptions&) = default;
 };
 
 // Reads the TENSORMEM_* variables through `getenv` (std::getenv in production,
@@ -37,13 +43,15 @@ struct PluginOptions {
 absl::StatusOr<PluginOptions> OptionsFromEnvironment(
     const std::function<const char*(const char*)>& getenv);
 
-// Overrides fields from a JSON object with keys memory_limit (bytes or a size
-// text such as "2GiB"), sub_allocator, allow_growth, garbage_collection,
-// trace_path, report_path. Unknown keys are errors, so typos are not ignored.
+// Overrides options from a JSON object whose keys are the allocator
+// specification's (memory_limit as bytes or a size text such as "2GiB",
+// policy, config, sub_allocator, growth, gc, ...; allow_growth and
+// garbage_collection are accepted for growth and gc) plus trace_path and
+// report_path. Unknown keys are errors, so typos are not ignored.
 absl::Status ApplyOptionsJson(std::string_view json_text,
                               PluginOptions* options);
 
-// The limit actually used: memory_limit, or the physical memory when it is 0.
+// The limit actually used: memory_limit, or the physical memory when unset.
 uint64_t ResolvedMemoryLimit(const PluginOptions& options);
 
 }  // namespace tensormem

@@ -241,40 +241,54 @@ TEST(FaultInjectingSubAllocatorTest, HandsBackLessThanAsked) {
   EXPECT_EQ(wrapped.misuse_count(), 0);
 }
 
+// The registry's parameters, spelled out for each call below.
+SubAllocatorParams Params(uint64_t capacity, bool coalescing) {
+  SubAllocatorParams params;
+  params.capacity = capacity;
+  params.coalescing = coalescing;
+  return params;
+}
+
 TEST(SubAllocatorRegistryTest, CreatesEachKind) {
-  EXPECT_THAT(SubAllocatorKinds(), ElementsAre("host", "simulated", "vmm"));
-  for (std::string_view kind : SubAllocatorKinds()) {
+  std::vector<std::string_view> names;
+  for (const SubAllocatorInfo& info : SubAllocatorKinds())
+    names.push_back(info.name);
+  EXPECT_THAT(names, ElementsAre("host", "simulated", "vmm"));
+  for (std::string_view kind : names) {
     absl::StatusOr<std::unique_ptr<SubAllocator>> upstream =
-        CreateSubAllocator(kind, 80 * kGiB, /*coalescing=*/false);
+        CreateSubAllocator(kind, Params(80 * kGiB, /*coalescing=*/false));
     ASSERT_TRUE(upstream.ok()) << upstream.status();
     EXPECT_EQ((*upstream)->Name(), kind);
   }
   // 64 GiB rather than 1 TiB: ThreadSanitizer builds cannot reserve a terabyte.
   auto simulated =
-      CreateSubAllocator("simulated", 64 * kGiB, /*coalescing=*/true);
+      CreateSubAllocator("simulated", Params(64 * kGiB, /*coalescing=*/true));
   ASSERT_TRUE(simulated.ok());
   EXPECT_TRUE((*simulated)->SupportsCoalescing());
-  auto vmm = CreateSubAllocator("vmm", kGiB, /*coalescing=*/false);
+  auto vmm = CreateSubAllocator("vmm", Params(kGiB, /*coalescing=*/false));
   ASSERT_TRUE(vmm.ok());
   EXPECT_TRUE((*vmm)->SupportsCoalescing());
 }
 
 TEST(SubAllocatorRegistryTest, ExplainsBadRequests) {
   absl::StatusOr<std::unique_ptr<SubAllocator>> unknown =
-      CreateSubAllocator("cuda", kGiB, false);
+      CreateSubAllocator("cuda", Params(kGiB, false));
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(
       std::string(unknown.status().message()),
       HasSubstr(
           "unknown sub-allocator kind 'cuda' (known: host, simulated, vmm)"));
   EXPECT_THAT(
-      std::string(CreateSubAllocator("host", 0, true).status().message()),
+      std::string(
+          CreateSubAllocator("host", Params(0, true)).status().message()),
       HasSubstr("cannot coalesce"));
   EXPECT_THAT(
-      std::string(CreateSubAllocator("simulated", 0, false).status().message()),
+      std::string(
+          CreateSubAllocator("simulated", Params(0, false)).status().message()),
       HasSubstr("capacity > 0"));
-  EXPECT_FALSE(CreateSubAllocator("vmm", 0, false).ok());
-  EXPECT_FALSE(CreateSubAllocator("simulated", uint64_t{1} << 62, false).ok());
+  EXPECT_FALSE(CreateSubAllocator("vmm", Params(0, false)).ok());
+  EXPECT_FALSE(
+      CreateSubAllocator("simulated", Params(uint64_t{1} << 62, false)).ok());
 }
 
 }  // namespace

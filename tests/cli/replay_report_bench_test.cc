@@ -49,9 +49,10 @@ TEST(ReplayCliTest, MinLimitIsExactOnAHandComputedTrace) {
 }
 
 TEST(ReplayCliTest, OffsetsFollowTensorFlowsDecisions) {
-  const nlohmann::json json =
-      RunJson(std::string("replay ") + kData +
-              "tf_600k.trace --no-growth --memory-limit 1M --offsets --json");
+  const nlohmann::json json = RunJson(
+      std::string("replay ") + kData +
+      "tf_600k.trace --policy tf --no-growth --memory-limit 1M --offsets "
+      "--json");
   EXPECT_EQ(json["failed_allocs"], 1);
   ASSERT_EQ(json["offsets"].size(), 2u);
   EXPECT_EQ(json["offsets"][0]["id"], 1);
@@ -107,7 +108,8 @@ TEST(ReportCliTest, TraceReportHasTimelinePlacementAndFailure) {
   const std::string html = FreshDirectory("report") + "/tf.html";
   const nlohmann::json json = RunJson(
       std::string("report ") + kData +
-      "tf_600k.trace --no-growth --memory-limit 1M --html " + html + " --json");
+      "tf_600k.trace --policy tf --no-growth --memory-limit 1M --html " + html +
+      " --json");
   EXPECT_EQ(json["kind"], "trace");
   EXPECT_EQ(json["failed_allocs"], 1);
   const std::string page = ReadFileOrEmpty(html);

@@ -74,7 +74,8 @@ TEST(ChromiumReportTest, ReplayReportRendersTimelinePlacementAndFailure) {
                   TraceEvent::Alloc(4, 4096), TraceEvent::Free(2)};
   absl::StatusOr<PreparedTrace> prepared = PreparedTrace::Prepare(trace);
   ASSERT_TRUE(prepared.ok());
-  ReplayAllocatorConfig config;
+  AllocatorSpec config;
+  config.policy = "tf";
   config.growth = false;
   config.memory_limit = 4096;  // id 4 cannot fit next to ids 2 and 3
   absl::StatusOr<ReplayTarget> target = CreateReplayTarget(config);

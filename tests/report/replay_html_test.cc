@@ -22,7 +22,8 @@ ReplayResult FragmentedReplay() {
   trace.events.push_back(TraceEvent::Alloc(5, 2048));
   absl::StatusOr<PreparedTrace> prepared = PreparedTrace::Prepare(trace);
   EXPECT_TRUE(prepared.ok());
-  ReplayAllocatorConfig config;
+  AllocatorSpec config;
+  config.policy = "tf";
   config.growth = false;
   config.memory_limit = 4096;
   absl::StatusOr<ReplayTarget> target = CreateReplayTarget(config);

@@ -31,10 +31,11 @@ TEST(PluginOptionsTest, DefaultsWithoutEnvironment) {
   absl::StatusOr<PluginOptions> options =
       OptionsFromEnvironment(GetenvFrom({}));
   ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_EQ(options->memory_limit, 0u);
-  EXPECT_EQ(options->sub_allocator, "host");
-  EXPECT_TRUE(options->allow_growth);
-  EXPECT_FALSE(options->garbage_collection);
+  EXPECT_FALSE(options->allocator.memory_limit.has_value());
+  EXPECT_EQ(options->allocator.sub_allocator, "host");
+  EXPECT_EQ(options->allocator.policy, "tight");
+  EXPECT_TRUE(options->allocator.growth);
+  EXPECT_FALSE(options->allocator.garbage_collection);
   EXPECT_GT(ResolvedMemoryLimit(*options), 64 * kMiB);  // the machine's memory
 }
 
@@ -44,14 +45,18 @@ TEST(PluginOptionsTest, ReadsEveryVariable) {
       {"TENSORMEM_SUB_ALLOCATOR", "vmm"},
       {"TENSORMEM_GROWTH", "false"},
       {"TENSORMEM_GC", "1"},
+      {"TENSORMEM_POLICY", "pytorch"},
+      {"TENSORMEM_CONFIG", "max_split_size_mb:64"},
       {"TENSORMEM_TRACE", "/tmp/x.trace"},
       {"TENSORMEM_REPORT", "/tmp/x.json"},
   }));
   ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_EQ(options->memory_limit, 2 * kGiB);
-  EXPECT_EQ(options->sub_allocator, "vmm");
-  EXPECT_FALSE(options->allow_growth);
-  EXPECT_TRUE(options->garbage_collection);
+  EXPECT_EQ(options->allocator.memory_limit, 2 * kGiB);
+  EXPECT_EQ(options->allocator.sub_allocator, "vmm");
+  EXPECT_EQ(options->allocator.policy, "pytorch");
+  EXPECT_EQ(options->allocator.config, "max_split_size_mb:64");
+  EXPECT_FALSE(options->allocator.growth);
+  EXPECT_TRUE(options->allocator.garbage_collection);
   EXPECT_EQ(options->trace_path, "/tmp/x.trace");
   EXPECT_EQ(options->report_path, "/tmp/x.json");
 }
@@ -78,24 +83,30 @@ TEST(PluginOptionsTest, JsonOverridesAndRejectsTypos) {
                                    "sub_allocator": "vmm", "report_path": "r.json"})",
                                &options)
                   .ok());
-  EXPECT_EQ(options.memory_limit, 64 * kMiB);
-  EXPECT_FALSE(options.allow_growth);
-  EXPECT_EQ(options.sub_allocator, "vmm");
+  EXPECT_EQ(options.allocator.memory_limit, 64 * kMiB);
+  EXPECT_FALSE(options.allocator.growth);
+  EXPECT_EQ(options.allocator.sub_allocator, "vmm");
   EXPECT_EQ(options.report_path, "r.json");
   ASSERT_TRUE(ApplyOptionsJson(R"({"memory_limit": 4096})", &options).ok());
-  EXPECT_EQ(options.memory_limit, 4096u);
+  EXPECT_EQ(options.allocator.memory_limit, 4096u);
 
   absl::Status typo = ApplyOptionsJson(R"({"memory_limt": 1})", &options);
   ASSERT_FALSE(typo.ok());
   EXPECT_NE(typo.message().find("memory_limt"), std::string::npos);
   EXPECT_FALSE(ApplyOptionsJson(R"({"allow_growth": "yes"})", &options).ok());
   EXPECT_FALSE(ApplyOptionsJson("[1, 2]", &options).ok());
+  absl::Status policy = ApplyOptionsJson(R"({"policy": "tff"})", &options);
+  EXPECT_TRUE(policy.ok());  // names are checked when the allocator is built
+  absl::Status simulated =
+      ApplyOptionsJson(R"({"sub_allocator": "simulated"})", &options);
+  ASSERT_FALSE(simulated.ok());
+  EXPECT_NE(simulated.message().find("host or vmm"), std::string::npos);
   EXPECT_FALSE(ApplyOptionsJson("{not json", &options).ok());
 }
 
 TEST(PluginAllocatorTest, ServesAlignedBlocksAndCountsLiveBytes) {
   PluginOptions options;
-  options.memory_limit = 64 * kMiB;
+  options.allocator.memory_limit = 64 * kMiB;
   absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
       PluginAllocator::Create(options);
   ASSERT_TRUE(allocator.ok()) << allocator.status();
@@ -128,7 +139,7 @@ TEST(PluginAllocatorTest, ServesAlignedBlocksAndCountsLiveBytes) {
 
 TEST(PluginAllocatorTest, OutOfMemoryExplainsItself) {
   PluginOptions options;
-  options.memory_limit = 4 * kMiB;
+  options.allocator.memory_limit = 4 * kMiB;
   absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
       PluginAllocator::Create(options);
   ASSERT_TRUE(allocator.ok()) << allocator.status();
@@ -142,7 +153,7 @@ TEST(PluginAllocatorTest, OutOfMemoryExplainsItself) {
 
 TEST(PluginAllocatorTest, RecordsTraceAndWritesReportWhenFinished) {
   PluginOptions options;
-  options.memory_limit = 64 * kMiB;
+  options.allocator.memory_limit = 64 * kMiB;
   options.trace_path = TempPath("plugin_test.trace");
   options.report_path = TempPath("plugin_test_report.json");
   absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
@@ -184,8 +195,8 @@ TEST(PluginAllocatorTest, UnwritableTraceIsAnErrorNamingThePath) {
 
 TEST(PluginAllocatorTest, VmmUpstreamServesBlocks) {
   PluginOptions options;
-  options.memory_limit = 256 * kMiB;
-  options.sub_allocator = "vmm";
+  options.allocator.memory_limit = 256 * kMiB;
+  options.allocator.sub_allocator = "vmm";
   absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
       PluginAllocator::Create(options);
   ASSERT_TRUE(allocator.ok()) << allocator.status();

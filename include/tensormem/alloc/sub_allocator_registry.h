@@ -1,9 +1,11 @@
-// Creating a sub-allocator from its name, for flags and config files.
+// Creating a sub-allocator from its name, for flags, the environment and
+// allocator specifications (allocator_spec.h).
 //
-//   absl::StatusOr<std::unique_ptr<tensormem::SubAllocator>> upstream =
-//       tensormem::CreateSubAllocator("simulated", 80 * tensormem::kGiB,
-//                                     /*coalescing=*/false);
-//   if (!upstream.ok()) return upstream.status();  // e.g. unknown kind "cuda"
+//   SubAllocatorParams params;
+//   params.capacity = 80 * kGiB;
+//   absl::StatusOr<std::unique_ptr<SubAllocator>> upstream =
+//       CreateSubAllocator("simulated", params);
+//   if (!upstream.ok()) return upstream.status();  // e.g. an unknown kind
 #ifndef TENSORMEM_ALLOC_SUB_ALLOCATOR_REGISTRY_H_
 #define TENSORMEM_ALLOC_SUB_ALLOCATOR_REGISTRY_H_
 
@@ -17,20 +19,31 @@
 
 namespace tensormem {
 
-// The kinds CreateSubAllocator knows, in the order to show them in help.
-std::vector<std::string_view> SubAllocatorKinds();
+struct SubAllocatorParams {
+  // Address space to reserve (simulated, vmm); 0 for kinds that need none.
+  uint64_t capacity = 0;
+  // Whether the simulated kind reports SupportsCoalescing() (other kinds
+  // either always or never coalesce, and refuse a request they cannot honour).
+  bool coalescing = false;
+  int device = 0;  // for device kinds
+};
 
-// Creates a sub-allocator of `kind`:
-// - "host": aligned host memory; `capacity` is not used (the allocator on top
-//   sets the limit); `coalescing` must be false (host regions never touch).
-// - "simulated": `capacity` (> 0) bytes of address space; `coalescing` is what
-//   it reports from SupportsCoalescing().
-// - "vmm": `capacity` (> 0) bytes reserved, committed on demand; it always
-//   coalesces, whatever `coalescing` says.
-// Errors: an unknown kind (the message lists the known ones), a zero
-// capacity, or an address space that cannot be reserved.
+struct SubAllocatorInfo {
+  std::string_view name;
+  std::string_view summary;  // one line, for --help
+};
+
+// The kinds CreateSubAllocator knows, in the order to show them in help:
+// - host: aligned host memory; never coalesces.
+// - simulated: `capacity` (> 0) bytes of address space, never touched.
+// - vmm: `capacity` (> 0) bytes reserved, committed on demand; always
+//   coalesces.
+const std::vector<SubAllocatorInfo>& SubAllocatorKinds();
+
+// Errors: an unknown kind (the message lists the known ones), parameters the
+// kind cannot honour, or an address space that cannot be reserved.
 absl::StatusOr<std::unique_ptr<SubAllocator>> CreateSubAllocator(
-    std::string_view kind, uint64_t capacity, bool coalescing);
+    std::string_view kind, const SubAllocatorParams& params);
 
 }  // namespace tensormem
 

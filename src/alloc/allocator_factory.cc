@@ -1,0 +1,65 @@
+// CreateAllocator: an allocator from its specification.
+#include <algorithm>
+
+#include "tensormem/alloc/allocator_spec.h"
+#include "tensormem/alloc/limiting_allocator.h"
+#include "tensormem/alloc/policy_registry.h"
+#include "tensormem/alloc/sub_allocator_registry.h"
+#include "tensormem/alloc/system_allocator.h"
+#include "tensormem/core/status_macros.h"
+
+namespace tensormem {
+namespace {
+
+absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
+                                         uint64_t limit,
+                                         BfcAllocatorOptions options) {
+  SubAllocatorParams params;
+  params.capacity = std::max(spec.capacity, limit);
+  params.device = spec.device;
+  // Only the simulated kind has a choice; the others coalesce or not by
+  // nature, and refuse a request they cannot honour.
+  params.coalescing = spec.sub_allocator == "simulated" &&
+                      spec.coalescing.value_or(spec.policy != "tf");
+  TM_ASSIGN_OR_RETURN(std::unique_ptr<SubAllocator> upstream,
+                      CreateSubAllocator(spec.sub_allocator, params));
+
+  PolicyEnvironment environment;
+  environment.memory_limit = limit;
+  environment.allow_growth = spec.growth;
+  environment.upstream_coalesces = upstream->SupportsCoalescing();
+  environment.fragmentation_fraction = spec.fragmentation_fraction;
+  environment.granule = spec.granule;
+  TM_ASSIGN_OR_RETURN(std::unique_ptr<AllocationPolicy> policy,
+                      CreatePolicy(spec.policy, environment, spec.config));
+
+  options.allow_growth = spec.growth;
+  options.garbage_collection = spec.garbage_collection;
+  options.fragmentation_fraction = spec.fragmentation_fraction;
+  auto bfc = std::make_unique<BfcAllocator>(
+      std::move(upstream), limit, std::move(options), std::move(policy));
+  BuiltAllocator built;
+  built.bfc = bfc.get();
+  built.allocator = std::move(bfc);
+  return built;
+}
+
+}  // namespace
+
+absl::StatusOr<BuiltAllocator> CreateAllocator(const AllocatorSpec& spec,
+                                               BfcAllocatorOptions options) {
+  TM_RETURN_IF_ERROR(ValidateAllocatorSpec(spec));
+  const uint64_t limit = spec.memory_limit.value_or(spec.capacity);
+  if (spec.kind == "bfc") return CreateBfc(spec, limit, std::move(options));
+  BuiltAllocator built;
+  auto system = std::make_unique<SystemAllocator>();
+  if (!spec.memory_limit) {
+    built.allocator = std::move(system);
+    return built;
+  }
+  built.allocator = std::make_unique<LimitingAllocator>(*system, limit);
+  built.wrapped.push_back(std::move(system));
+  return built;
+}
+
+}  // namespace tensormem
