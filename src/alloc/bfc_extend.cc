@@ -37,7 +37,8 @@ bool BfcCore::Extend(uint64_t alignment, uint64_t rounded, int pool,
     DeallocateRegions(FreeRegionStarts());
   }
   uint64_t bytes = policy_->RegionBytes(request);
-  if (bytes == 0) return false;
+  // The limit holds whatever a policy asks for.
+  if (bytes == 0 || bytes > request.headroom) return false;
   size_t bytes_received = 0;
   void* ptr = upstream_->Alloc(alignment, bytes, &bytes_received);
   // Refused: ask for less, strictly less each time, as long as the policy

@@ -42,6 +42,7 @@ class TfPolicy final : public AllocationPolicy {
   }
 
   uint64_t RegionBytes(const GrowthRequest& request) override {
+    if (request.rounded > request.headroom) return 0;
     increased_region_size_ = false;
     while (request.rounded > region_bytes_) {
       region_bytes_ = bfc::DoubledRegionBytes(region_bytes_);

@@ -42,13 +42,15 @@ class TightPolicy final : public AllocationPolicy {
   }
 
   uint64_t RegionBytes(const GrowthRequest& request) override {
-    if (!allow_growth_)
-      return RoundDown(memory_limit_, bfc::kMinAllocationSize);
     const uint64_t lacking = Lacking(request);
+    // Without growth the one region is the whole limit.
     const uint64_t wanted =
-        CheckedRoundUp(lacking, granule_).value_or(request.headroom);
+        allow_growth_
+            ? CheckedRoundUp(lacking, granule_).value_or(request.headroom)
+            : memory_limit_;
     // Near the limit, a partial granule still serves the request.
-    return std::min(wanted, request.headroom);
+    const uint64_t bytes = std::min(wanted, request.headroom);
+    return bytes >= lacking ? bytes : 0;
   }
 
   uint64_t SmallerRegionBytes(uint64_t refused,
