@@ -19,21 +19,21 @@ CudaAsyncSubAllocator::Create(const CudaSubAllocatorParams& params) {
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   props.location.id = params.device;
   CUmemoryPool pool = nullptr;
-  TM_RETURN_IF_ERROR(
-      driver->Check(driver->api().cuMemPoolCreate(&pool, &props),
-                    absl::StrCat("cuMemPoolCreate(device ", params.device,
-                                 ")")));
+  TM_RETURN_IF_ERROR(driver->Check(
+      driver->api().cuMemPoolCreate(&pool, &props),
+      absl::StrCat("cuMemPoolCreate(device ", params.device, ")")));
   cuuint64_t threshold = params.release_threshold;
-  absl::Status status = driver->Check(
-      driver->api().cuMemPoolSetAttribute(
-          pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
-      absl::StrCat("cuMemPoolSetAttribute(release threshold ",
-                   DescribeBytes(threshold), ")"));
+  absl::Status status =
+      driver->Check(driver->api().cuMemPoolSetAttribute(
+                        pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
+                    absl::StrCat("cuMemPoolSetAttribute(release threshold ",
+                                 DescribeBytes(threshold), ")"));
   if (!status.ok()) {
     driver->api().cuMemPoolDestroy(pool);
     return status;
   }
-  return std::unique_ptr<CudaAsyncSubAllocator>(new CudaAsyncSubAllocator(driver, params, pool));
+  return std::unique_ptr<CudaAsyncSubAllocator>(
+      new CudaAsyncSubAllocator(driver, params, pool));
 }
 
 CudaAsyncSubAllocator::~CudaAsyncSubAllocator() {
@@ -53,8 +53,9 @@ void* CudaAsyncSubAllocator::Alloc(size_t alignment, size_t bytes,
   if (!Succeeded(
           driver().api().cuMemAllocFromPoolAsync(&ptr, bytes, pool_, stream_),
           [&] {
-            return absl::StrCat("cuMemAllocFromPoolAsync(", DescribeBytes(bytes),
-                                ", device ", device(), ")");
+            return absl::StrCat("cuMemAllocFromPoolAsync(",
+                                DescribeBytes(bytes), ", device ", device(),
+                                ")");
           })) {
     return nullptr;
   }
@@ -68,11 +69,12 @@ void CudaAsyncSubAllocator::Free(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   VisitFree(ptr, device(), bytes);
   if (!MakeCurrent()) return;
-  const CUresult result =
-      driver().api().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream_);
+  const CUresult result = driver().api().cuMemFreeAsync(
+      reinterpret_cast<CUdeviceptr>(ptr), stream_);
   if (result != CUDA_SUCCESS) {
-    ReportFailedFree(result, absl::StrCat("cuMemFreeAsync(", DescribeBytes(bytes),
-                                          ", device ", device(), ")"));
+    ReportFailedFree(result,
+                     absl::StrCat("cuMemFreeAsync(", DescribeBytes(bytes),
+                                  ", device ", device(), ")"));
   }
 }
 

@@ -52,10 +52,9 @@ void* CudaHostSubAllocator::Alloc(size_t alignment, size_t bytes,
   }
   void* region = nullptr;
   // Portable: usable from every context, as a process-wide pool must be.
-  if (!Succeeded(
-          driver().api().cuMemHostAlloc(&region, bytes,
-                                        CU_MEMHOSTALLOC_PORTABLE),
-          [&] { return Describe("cuMemHostAlloc", bytes, device()); })) {
+  if (!Succeeded(driver().api().cuMemHostAlloc(&region, bytes,
+                                               CU_MEMHOSTALLOC_PORTABLE),
+                 [&] { return Describe("cuMemHostAlloc", bytes, device()); })) {
     return nullptr;
   }
   *bytes_received = bytes;

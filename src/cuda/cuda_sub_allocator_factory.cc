@@ -19,7 +19,8 @@ absl::StatusOr<std::unique_ptr<SubAllocator>> CreateCudaSubAllocator(
   if (kind != "cuda" && kind != "cuda-host") {
     return absl::InvalidArgumentError(absl::StrCat(
         "unknown CUDA sub-allocator kind '", std::string(kind), "' (known: ",
-        absl::StrJoin(CudaSubAllocatorKinds(), ", ", absl::StreamFormatter()), ")"));
+        absl::StrJoin(CudaSubAllocatorKinds(), ", ", absl::StreamFormatter()),
+        ")"));
   }
   CudaDriver* driver = params.driver;
   if (driver == nullptr) {

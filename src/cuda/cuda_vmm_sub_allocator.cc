@@ -20,7 +20,8 @@ CUmemAllocationProp DeviceMemoryProperties(int device) {
 }
 
 std::string OnDevice(std::string_view call, uint64_t bytes, int device) {
-  return absl::StrCat(std::string(call), "(", DescribeBytes(bytes), ", device ", device, ")");
+  return absl::StrCat(std::string(call), "(", DescribeBytes(bytes), ", device ",
+                      device, ")");
 }
 
 }  // namespace
@@ -52,9 +53,9 @@ CudaVmmSubAllocator::Create(const CudaSubAllocatorParams& params) {
         absl::StrCat("cuda-vmm: reservation of ", reserve, " bytes overflows"));
   }
   CUdeviceptr base = 0;
-  TM_RETURN_IF_ERROR(driver->Check(
-      api.cuMemAddressReserve(&base, *rounded, granularity, 0, 0),
-      OnDevice("cuMemAddressReserve", *rounded, params.device)));
+  TM_RETURN_IF_ERROR(
+      driver->Check(api.cuMemAddressReserve(&base, *rounded, granularity, 0, 0),
+                    OnDevice("cuMemAddressReserve", *rounded, params.device)));
   std::vector<int> access = params.access_devices;
   if (access.empty()) access.push_back(params.device);
   return std::unique_ptr<CudaVmmSubAllocator>(new CudaVmmSubAllocator(
@@ -79,8 +80,7 @@ CudaVmmSubAllocator::~CudaVmmSubAllocator() {
   for (const auto& [start, mapping] : live_) Unback(start, mapping);
   const CUresult result = driver().api().cuMemAddressFree(base_, reserved_);
   if (result != CUDA_SUCCESS) {
-    ReportFailedFree(result,
-                     OnDevice("cuMemAddressFree", reserved_, device()));
+    ReportFailedFree(result, OnDevice("cuMemAddressFree", reserved_, device()));
   }
 }
 
@@ -138,7 +138,8 @@ void* CudaVmmSubAllocator::Alloc(size_t alignment, size_t bytes,
   if (!size) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
   // The top first: contiguous with the highest region, whatever lies below.
-  std::optional<uintptr_t> start = free_ranges_->TakeFromTop(*size, granularity_);
+  std::optional<uintptr_t> start =
+      free_ranges_->TakeFromTop(*size, granularity_);
   if (!start) start = free_ranges_->TakeFirstFit(*size, granularity_);
   if (!start) {
     Succeeded(CUDA_ERROR_OUT_OF_MEMORY, [&] {

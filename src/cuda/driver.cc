@@ -32,8 +32,7 @@ absl::StatusCode CodeFor(CUresult result) {
 }  // namespace
 
 std::string DescribeBytes(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB",
-                                           "TiB"};
+  static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;
   while (unit < 4 && bytes != 0 && bytes % 1024 == 0) {
     bytes /= 1024;
@@ -48,17 +47,17 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load(
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (library == nullptr) {
     const char* reason = dlerror();
-    return absl::NotFoundError(absl::StrCat("no CUDA driver found: ",
-                                            reason ? reason : path));
+    return absl::NotFoundError(
+        absl::StrCat("no CUDA driver found: ", reason ? reason : path));
   }
   std::unique_ptr<CudaDriver> driver(new CudaDriver(library, path));
-#define TENSORMEM_CUDA_RESOLVE_ENTRY(name)                                  \
-  driver->api_.name = reinterpret_cast<decltype(driver->api_.name)>(        \
-      dlsym(library, TENSORMEM_CUDA_STRINGIZE(name)));                      \
-  if (driver->api_.name == nullptr) {                                       \
-    return absl::NotFoundError(absl::StrCat(                                \
-        "CUDA driver ", path, " lacks the entry point ",                    \
-        TENSORMEM_CUDA_STRINGIZE(name), " (driver too old?)"));             \
+#define TENSORMEM_CUDA_RESOLVE_ENTRY(name)                                   \
+  driver->api_.name = reinterpret_cast<decltype(driver->api_.name)>(         \
+      dlsym(library, TENSORMEM_CUDA_STRINGIZE(name)));                       \
+  if (driver->api_.name == nullptr) {                                        \
+    return absl::NotFoundError(                                              \
+        absl::StrCat("CUDA driver ", path, " lacks the entry point ",        \
+                     TENSORMEM_CUDA_STRINGIZE(name), " (driver too old?)")); \
   }
   TENSORMEM_CUDA_ENTRY_POINTS(TENSORMEM_CUDA_RESOLVE_ENTRY)
 #undef TENSORMEM_CUDA_RESOLVE_ENTRY
@@ -70,9 +69,9 @@ absl::StatusOr<CudaDriver*> CudaDriver::Get() {
   // Leaked on purpose: device memory may be freed during static destruction.
   static absl::StatusOr<CudaDriver*>* const loaded = [] {
     const char* configured = std::getenv("TENSORMEM_CUDA_DRIVER");
-    const std::string path =
-        configured != nullptr && *configured != '\0' ? configured
-                                                     : "libcuda.so.1";
+    const std::string path = configured != nullptr && *configured != '\0'
+                                 ? configured
+                                 : "libcuda.so.1";
     absl::StatusOr<std::unique_ptr<CudaDriver>> driver = Load(path);
     if (!driver.ok()) {
       return new absl::StatusOr<CudaDriver*>(driver.status());
@@ -146,20 +145,19 @@ absl::StatusOr<uint64_t> CudaDriver::TotalMemory(int device) const {
 absl::StatusOr<uint64_t> CudaDriver::FreeMemory(int device) {
   TM_RETURN_IF_ERROR(MakeCurrent(device));
   size_t free_bytes = 0, total_bytes = 0;
-  TM_RETURN_IF_ERROR(
-      Check(api_.cuMemGetInfo(&free_bytes, &total_bytes),
-            absl::StrCat("cuMemGetInfo(device ", device, ")")));
+  TM_RETURN_IF_ERROR(Check(api_.cuMemGetInfo(&free_bytes, &total_bytes),
+                           absl::StrCat("cuMemGetInfo(device ", device, ")")));
   return free_bytes;
 }
 
 absl::StatusOr<int> CudaDriver::ComputeCapabilityMajor(int device) const {
   TM_ASSIGN_OR_RETURN(const CUdevice handle, Device(device));
   int major = 0;
-  TM_RETURN_IF_ERROR(Check(
-      api_.cuDeviceGetAttribute(
-          &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, handle),
-      absl::StrCat("cuDeviceGetAttribute(compute capability, device ", device,
-                   ")")));
+  TM_RETURN_IF_ERROR(
+      Check(api_.cuDeviceGetAttribute(
+                &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, handle),
+            absl::StrCat("cuDeviceGetAttribute(compute capability, device ",
+                         device, ")")));
   return major;
 }
 

@@ -1,12 +1,13 @@
 // The SubAllocator contract (see sub_allocator_conformance.h), checked for
 // every kind a test binary instantiates it with.
+#include "alloc/sub_allocator_conformance.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <utility>
 
-#include "alloc/sub_allocator_conformance.h"
 #include "gmock/gmock.h"
 #include "tensormem/core/units.h"
 
@@ -22,8 +23,8 @@ std::unique_ptr<SubAllocator> Make(const SubAllocatorConformanceParam& param) {
 TEST_P(SubAllocatorConformanceTest, ServesAlignedRegionsOfAtLeastTheSize) {
   std::unique_ptr<SubAllocator> upstream = Make(GetParam());
   ASSERT_NE(upstream, nullptr);
-  for (size_t alignment : {size_t{0}, size_t{1}, size_t{256},
-                           GetParam().max_alignment}) {
+  for (size_t alignment :
+       {size_t{0}, size_t{1}, size_t{256}, GetParam().max_alignment}) {
     for (size_t bytes : {size_t{1}, size_t{1000}, 3 * kMiB + 17}) {
       size_t received = 0;
       void* region = upstream->Alloc(alignment, bytes, &received);
@@ -96,9 +97,9 @@ TEST_P(SubAllocatorConformanceTest, VisitorsSeeEveryRegionFreesInReverse) {
       events.push_back(name + ":" + std::to_string(bytes));
     };
   };
-  std::unique_ptr<SubAllocator> upstream = GetParam().make(
-      {visitor("alloc1"), visitor("alloc2")},
-      {visitor("free1"), visitor("free2")});
+  std::unique_ptr<SubAllocator> upstream =
+      GetParam().make({visitor("alloc1"), visitor("alloc2")},
+                      {visitor("free1"), visitor("free2")});
   size_t received = 0;
   void* region = upstream->Alloc(256, 2 * kMiB, &received);
   ASSERT_NE(region, nullptr);

@@ -26,12 +26,12 @@ INSTANTIATE_TEST_SUITE_P(
                   kGiB, /*coalescing=*/false, alloc, free);
             },
             2 * kMiB, /*host_accessible=*/false},
-        SubAllocatorConformanceParam{
-            "vmm",
-            [](Visitors alloc, Visitors free) {
-              return std::make_unique<VmmSubAllocator>(kGiB, alloc, free);
-            },
-            2 * kMiB}),
+        SubAllocatorConformanceParam{"vmm",
+                                     [](Visitors alloc, Visitors free) {
+                                       return std::make_unique<VmmSubAllocator>(
+                                           kGiB, alloc, free);
+                                     },
+                                     2 * kMiB}),
     SubAllocatorConformanceName);
 
 }  // namespace

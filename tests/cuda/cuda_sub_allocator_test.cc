@@ -15,33 +15,35 @@ using ::testing::HasSubstr;
 using Visitors = std::vector<SubAllocator::Visitor>;
 
 SubAllocatorConformanceParam::Factory FactoryFor(std::string kind) {
-  return [kind](Visitors alloc, Visitors free) -> std::unique_ptr<SubAllocator> {
-    CudaSubAllocatorParams params;
-    params.reserve_bytes = kGiB;
-    params.alloc_visitors = std::move(alloc);
-    params.free_visitors = std::move(free);
-    absl::StatusOr<std::unique_ptr<SubAllocator>> upstream =
-        CreateCudaSubAllocator(kind, params);
-    if (!upstream.ok()) {
-      ADD_FAILURE() << kind << ": " << upstream.status();
-      return nullptr;
-    }
-    return *std::move(upstream);
-  };
+  return
+      [kind](Visitors alloc, Visitors free) -> std::unique_ptr<SubAllocator> {
+        CudaSubAllocatorParams params;
+        params.reserve_bytes = kGiB;
+        params.alloc_visitors = std::move(alloc);
+        params.free_visitors = std::move(free);
+        absl::StatusOr<std::unique_ptr<SubAllocator>> upstream =
+            CreateCudaSubAllocator(kind, params);
+        if (!upstream.ok()) {
+          ADD_FAILURE() << kind << ": " << upstream.status();
+          return nullptr;
+        }
+        return *std::move(upstream);
+      };
 }
 
 // Device memory is host memory only on the fake.
 INSTANTIATE_TEST_SUITE_P(
     CudaKinds, SubAllocatorConformanceTest,
-    ::testing::Values(
-        SubAllocatorConformanceParam{"cuda", FactoryFor("cuda"), 256,
-                                     OnFakeDriver()},
-        SubAllocatorConformanceParam{"cuda_host", FactoryFor("cuda-host"),
-                                     4096, true},
-        SubAllocatorConformanceParam{"cuda_vmm", FactoryFor("cuda-vmm"),
-                                     2 * kMiB, OnFakeDriver()},
-        SubAllocatorConformanceParam{"cuda_async", FactoryFor("cuda-async"),
-                                     256, OnFakeDriver()}),
+    ::testing::Values(SubAllocatorConformanceParam{"cuda", FactoryFor("cuda"),
+                                                   256, OnFakeDriver()},
+                      SubAllocatorConformanceParam{
+                          "cuda_host", FactoryFor("cuda-host"), 4096, true},
+                      SubAllocatorConformanceParam{"cuda_vmm",
+                                                   FactoryFor("cuda-vmm"),
+                                                   2 * kMiB, OnFakeDriver()},
+                      SubAllocatorConformanceParam{"cuda_async",
+                                                   FactoryFor("cuda-async"),
+                                                   256, OnFakeDriver()}),
     SubAllocatorConformanceName);
 
 using CudaSubAllocatorTest = CudaTest;
@@ -58,10 +60,9 @@ TEST_F(CudaSubAllocatorTest, FactoryKnowsTheKindsAndExplainsTheRest) {
   EXPECT_THAT(std::string(unknown.status().message()),
               HasSubstr("known: cuda, cuda-host, cuda-vmm, cuda-async"));
   params.device = 7;
-  EXPECT_THAT(std::string(CreateCudaSubAllocator("cuda", params)
-                              .status()
-                              .message()),
-              HasSubstr("CUDA device 7 does not exist"));
+  EXPECT_THAT(
+      std::string(CreateCudaSubAllocator("cuda", params).status().message()),
+      HasSubstr("CUDA device 7 does not exist"));
 }
 
 TEST_F(CudaSubAllocatorTest, CudaMallocRunsOutAndReportsBadFrees) {

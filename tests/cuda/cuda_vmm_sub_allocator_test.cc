@@ -1,11 +1,12 @@
 // cuda-vmm: reservation, contiguous growth, release, and clean-up after every
 // kind of driver failure.
+#include "tensormem/cuda/cuda_vmm_sub_allocator.h"
+
 #include <cstring>
 #include <string>
 
 #include "cuda/cuda_test_env.h"
 #include "gmock/gmock.h"
-#include "tensormem/cuda/cuda_vmm_sub_allocator.h"
 
 namespace tensormem {
 namespace {
@@ -27,9 +28,8 @@ TEST_F(CudaVmmTest, ReservesTwiceTheDeviceByDefault) {
   auto vmm = Create(0);
   ASSERT_NE(vmm, nullptr);
   EXPECT_EQ(vmm->reserved_bytes(), 2 * *driver_->TotalMemory(0));
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(vmm->BaseAddress()) %
-                vmm->granularity(),
-            0u);
+  EXPECT_EQ(
+      reinterpret_cast<uintptr_t>(vmm->BaseAddress()) % vmm->granularity(), 0u);
 }
 
 TEST_F(CudaVmmTest, GrowsContiguouslyInGranules) {

@@ -34,8 +34,10 @@ TEST_F(DriverTest, ResolvesVersionedSymbols) {
   TENSORMEM_FAKE_DRIVER_ONLY();
   fake_cuda_clear_call_log();
   size_t total = 0;
-  ASSERT_TRUE(driver_->Check(driver_->api().cuDeviceTotalMem(&total, 0),
-                             "cuDeviceTotalMem").ok());
+  ASSERT_TRUE(driver_
+                  ->Check(driver_->api().cuDeviceTotalMem(&total, 0),
+                          "cuDeviceTotalMem")
+                  .ok());
   EXPECT_EQ(total, kDeviceMemory);
   // The fake exports cuDeviceTotalMem_v2 only (cuda.h's mapping), so a loader
   // resolving the unversioned name would have failed to load it at all.
@@ -54,8 +56,7 @@ TEST_F(DriverTest, ErrorsNameTheCallAndTheCudaError) {
   ASSERT_TRUE(vmm.ok()) << vmm.status();
   size_t received = 0;
   EXPECT_EQ((*vmm)->Alloc(256, 2 * kMiB, &received), nullptr);
-  EXPECT_EQ((*vmm)->last_error().code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ((*vmm)->last_error().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ((*vmm)->last_error().message(),
             "cuMemCreate(2 MiB, device 0): CUDA_ERROR_OUT_OF_MEMORY");
 }
@@ -65,9 +66,9 @@ TEST_F(DriverTest, ExplainsABadDevice) {
   ASSERT_TRUE(count.ok());
   absl::Status status = driver_->MakeCurrent(*count);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()),
-              HasSubstr("CUDA device " + std::to_string(*count) +
-                        " does not exist"));
+  EXPECT_THAT(
+      std::string(status.message()),
+      HasSubstr("CUDA device " + std::to_string(*count) + " does not exist"));
   EXPECT_FALSE(driver_->MakeCurrent(-1).ok());
 }
 

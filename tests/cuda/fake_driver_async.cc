@@ -51,7 +51,8 @@ extern "C" {
 
 CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int flags) {
   FAKE_CUDA_ENTER("");
-  if (CUresult error = fake_cuda::RequireContext(state)) FAKE_CUDA_RETURN(error);
+  if (CUresult error = fake_cuda::RequireContext(state))
+    FAKE_CUDA_RETURN(error);
   const uint64_t id = state.next_id++;
   state.streams[id] = true;
   *stream = FromId<CUstream>(id);
@@ -77,7 +78,8 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
 
 CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
   FAKE_CUDA_ENTER("");
-  if (CUresult error = fake_cuda::RequireContext(state)) FAKE_CUDA_RETURN(error);
+  if (CUresult error = fake_cuda::RequireContext(state))
+    FAKE_CUDA_RETURN(error);
   const uint64_t id = state.next_id++;
   state.events[id] = false;
   *event = FromId<CUevent>(id);
@@ -126,7 +128,8 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event,
 CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool,
                                  const CUmemPoolProps* props) {
   FAKE_CUDA_ENTER("");
-  if (CUresult error = fake_cuda::RequireContext(state)) FAKE_CUDA_RETURN(error);
+  if (CUresult error = fake_cuda::RequireContext(state))
+    FAKE_CUDA_RETURN(error);
   if (props == nullptr || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
       props->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
     FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_VALUE);
@@ -203,7 +206,8 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* ptr, size_t bytes,
                                          CUmemoryPool pool, CUstream stream) {
   FAKE_CUDA_ENTER("size=" + std::to_string(bytes) +
                   " stream=" + std::to_string(Id(stream)));
-  if (CUresult error = fake_cuda::RequireContext(state)) FAKE_CUDA_RETURN(error);
+  if (CUresult error = fake_cuda::RequireContext(state))
+    FAKE_CUDA_RETURN(error);
   auto found = state.pools.find(Id(pool));
   if (found == state.pools.end() || bytes == 0 || ptr == nullptr) {
     FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_VALUE);

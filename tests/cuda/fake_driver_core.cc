@@ -99,17 +99,28 @@ void UnmapHost(void* ptr, uint64_t bytes) { munmap(ptr, bytes); }
 
 const char* ErrorName(CUresult result) {
   switch (result) {
-    case CUDA_SUCCESS: return "CUDA_SUCCESS";
-    case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
-    case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
-    case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
-    case CUDA_ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
-    case CUDA_ERROR_INVALID_CONTEXT: return "CUDA_ERROR_INVALID_CONTEXT";
-    case CUDA_ERROR_INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
-    case CUDA_ERROR_NOT_READY: return "CUDA_ERROR_NOT_READY";
-    case CUDA_ERROR_NOT_SUPPORTED: return "CUDA_ERROR_NOT_SUPPORTED";
-    case CUDA_ERROR_UNKNOWN: return "CUDA_ERROR_UNKNOWN";
-    default: return nullptr;
+    case CUDA_SUCCESS:
+      return "CUDA_SUCCESS";
+    case CUDA_ERROR_INVALID_VALUE:
+      return "CUDA_ERROR_INVALID_VALUE";
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      return "CUDA_ERROR_OUT_OF_MEMORY";
+    case CUDA_ERROR_NOT_INITIALIZED:
+      return "CUDA_ERROR_NOT_INITIALIZED";
+    case CUDA_ERROR_INVALID_DEVICE:
+      return "CUDA_ERROR_INVALID_DEVICE";
+    case CUDA_ERROR_INVALID_CONTEXT:
+      return "CUDA_ERROR_INVALID_CONTEXT";
+    case CUDA_ERROR_INVALID_HANDLE:
+      return "CUDA_ERROR_INVALID_HANDLE";
+    case CUDA_ERROR_NOT_READY:
+      return "CUDA_ERROR_NOT_READY";
+    case CUDA_ERROR_NOT_SUPPORTED:
+      return "CUDA_ERROR_NOT_SUPPORTED";
+    case CUDA_ERROR_UNKNOWN:
+      return "CUDA_ERROR_UNKNOWN";
+    default:
+      return nullptr;
   }
 }
 
@@ -192,8 +203,7 @@ int fake_cuda_call_count(const char* entry_point) {
 uint64_t fake_cuda_device_used(int device) {
   State& state = GetState();
   std::lock_guard<std::mutex> lock(state.mutex);
-  return fake_cuda::ValidDevice(state, device) ? state.devices[device].used
-                                               : 0;
+  return fake_cuda::ValidDevice(state, device) ? state.devices[device].used : 0;
 }
 
 int fake_cuda_live_objects(void) {
@@ -328,22 +338,25 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext context) {
 
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* context) {
   const int device = fake_cuda::CurrentDevice();
-  *context = device < 0 ? nullptr
-                        : reinterpret_cast<CUcontext>(
-                              static_cast<uintptr_t>(device + 1));
+  *context =
+      device < 0
+          ? nullptr
+          : reinterpret_cast<CUcontext>(static_cast<uintptr_t>(device + 1));
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuCtxSynchronize(void) {
   FAKE_CUDA_ENTER("");
-  if (CUresult error = fake_cuda::RequireContext(state)) FAKE_CUDA_RETURN(error);
+  if (CUresult error = fake_cuda::RequireContext(state))
+    FAKE_CUDA_RETURN(error);
   fake_cuda::TrimPoolsAtSync(state);
   FAKE_CUDA_RETURN(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   FAKE_CUDA_ENTER("");
-  if (CUresult error = fake_cuda::RequireContext(state)) FAKE_CUDA_RETURN(error);
+  if (CUresult error = fake_cuda::RequireContext(state))
+    FAKE_CUDA_RETURN(error);
   const fake_cuda::Device& device = state.devices[fake_cuda::CurrentDevice()];
   *free_bytes = device.total - device.used;
   *total_bytes = device.total;

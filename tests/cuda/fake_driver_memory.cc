@@ -62,7 +62,8 @@ extern "C" {
 
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr* ptr, size_t bytes) {
   FAKE_CUDA_ENTER("size=" + std::to_string(bytes));
-  if (CUresult error = fake_cuda::RequireContext(state)) FAKE_CUDA_RETURN(error);
+  if (CUresult error = fake_cuda::RequireContext(state))
+    FAKE_CUDA_RETURN(error);
   if (bytes == 0 || ptr == nullptr) FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_VALUE);
   const int device = fake_cuda::CurrentDevice();
   // The driver hands out whole 512-byte units at least.
@@ -83,7 +84,8 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* ptr, size_t bytes) {
 
 CUresult CUDAAPI cuMemFree(CUdeviceptr ptr) {
   FAKE_CUDA_ENTER("");
-  if (CUresult error = fake_cuda::RequireContext(state)) FAKE_CUDA_RETURN(error);
+  if (CUresult error = fake_cuda::RequireContext(state))
+    FAKE_CUDA_RETURN(error);
   auto found = state.blocks.find(ptr);
   if (found == state.blocks.end() ||
       found->second.kind == fake_cuda::BlockKind::kPinnedHost) {
@@ -103,7 +105,8 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr ptr) {
 
 CUresult CUDAAPI cuMemHostAlloc(void** ptr, size_t bytes, unsigned int flags) {
   FAKE_CUDA_ENTER("size=" + std::to_string(bytes));
-  if (CUresult error = fake_cuda::RequireContext(state)) FAKE_CUDA_RETURN(error);
+  if (CUresult error = fake_cuda::RequireContext(state))
+    FAKE_CUDA_RETURN(error);
   if (bytes == 0 || ptr == nullptr) FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_VALUE);
   if (bytes > state.host_limit - state.host_used) {
     FAKE_CUDA_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
@@ -111,9 +114,9 @@ CUresult CUDAAPI cuMemHostAlloc(void** ptr, size_t bytes, unsigned int flags) {
   void* memory = fake_cuda::MapHost(bytes);
   if (memory == nullptr) FAKE_CUDA_RETURN(CUDA_ERROR_OUT_OF_MEMORY);
   state.host_used += bytes;
-  state.blocks[reinterpret_cast<uintptr_t>(memory)] = fake_cuda::Block{
-      bytes, bytes, fake_cuda::CurrentDevice(),
-      fake_cuda::BlockKind::kPinnedHost};
+  state.blocks[reinterpret_cast<uintptr_t>(memory)] =
+      fake_cuda::Block{bytes, bytes, fake_cuda::CurrentDevice(),
+                       fake_cuda::BlockKind::kPinnedHost};
   *ptr = memory;
   FAKE_CUDA_RETURN(CUDA_SUCCESS);
 }

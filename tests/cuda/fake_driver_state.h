@@ -83,7 +83,7 @@ CUresult RequireContext(State& state);
 bool ValidDevice(const State& state, int device);
 // Takes `bytes` of `device`'s memory; false when it does not have them.
 bool ChargeDevice(State& state, int device, uint64_t bytes);
-void *MapHost(uint64_t bytes);
+void* MapHost(uint64_t bytes);
 void UnmapHost(void* ptr, uint64_t bytes);
 const char* ErrorName(CUresult result);
 // Releases pool reserves above their threshold (at synchronisation).
@@ -93,11 +93,11 @@ void ReleaseEverything(State& state);
 }  // namespace fake_cuda
 
 // Every entry point starts with this: lock, log, maybe fail.
-#define FAKE_CUDA_ENTER(arguments)                                    \
-  ::fake_cuda::State& state = ::fake_cuda::GetState();                \
-  std::lock_guard<std::mutex> lock(state.mutex);                      \
+#define FAKE_CUDA_ENTER(arguments)                                        \
+  ::fake_cuda::State& state = ::fake_cuda::GetState();                    \
+  std::lock_guard<std::mutex> lock(state.mutex);                          \
   if (CUresult injected = ::fake_cuda::Enter(state, __func__, arguments); \
-      injected != CUDA_SUCCESS)                                       \
+      injected != CUDA_SUCCESS)                                           \
     return ::fake_cuda::Leave(state, injected);
 
 #define FAKE_CUDA_RETURN(result) return ::fake_cuda::Leave(state, (result))

@@ -114,15 +114,12 @@ class CudaHostSubAllocator final : public CudaSubAllocatorBase {
  public:
   // Pinned blocks are whole pages.
   static constexpr size_t kAlignment = 4096;
-  CudaHostSubAllocator(CudaDriver* driver,
-                       const CudaSubAllocatorParams& params)
+  CudaHostSubAllocator(CudaDriver* driver, const CudaSubAllocatorParams& params)
       : CudaSubAllocatorBase(driver, params) {}
   void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override;
   void Free(void* ptr, size_t bytes) override;
   bool SupportsCoalescing() const override { return false; }
-  MemoryKind GetMemoryKind() const override {
-    return MemoryKind::kHostPinned;
-  }
+  MemoryKind GetMemoryKind() const override { return MemoryKind::kHostPinned; }
   std::string Name() const override { return "cuda-host"; }
 };
 
