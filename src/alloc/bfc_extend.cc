@@ -104,21 +104,81 @@ bool BfcCore::DeallocateFreeRegions(uint64_t rounded) {
         total_free += piece.bytes;
     }
   }
-  if (total_free == 0) return false;
+  const uint64_t trimmable = TrailingFreePieceBytes();
+  if (total_free + trimmable == 0) return false;
   // Only worth it when the freed memory plus the headroom can hold the request.
   const uint64_t headroom = stats_.pool_bytes >= config_.memory_limit
                                 ? 0
                                 : config_.memory_limit - stats_.pool_bytes;
-  if (rounded > headroom + total_free) return false;
+  if (rounded > headroom + total_free + trimmable) return false;
   DeallocateRegions(starts);
+  TrimTrailingPieces();
   return true;
 }
 
 bool BfcCore::ReleaseFreeRegions() {
   const std::vector<uint64_t> starts = FreeRegionStarts();
-  if (starts.empty()) return false;
   DeallocateRegions(starts);
-  return true;
+  const uint64_t trimmed = TrimTrailingPieces();
+  return !starts.empty() || trimmed > 0;
+}
+
+// A trailing piece can go back when the region's last chunk is free, safe to
+// reuse, and starts at or before the piece: nothing in use lies inside it.
+uint64_t BfcCore::TrailingFreePieceBytes() const {
+  uint64_t bytes = 0;
+  for (const BfcRegion& region : map_.regions()) {
+    ChunkHandle last = region.first_chunk;
+    while (map_.chunk(last).next != kInvalidChunk) last = map_.chunk(last).next;
+    const BfcChunk& chunk = map_.chunk(last);
+    if (chunk.in_use() || chunk.freed_at_count != 0) continue;
+    for (size_t i = region.pieces.size() - 1; i > 0; --i) {
+      if (reinterpret_cast<uint64_t>(region.pieces[i].ptr) < chunk.address) {
+        break;
+      }
+      bytes += region.pieces[i].bytes;
+    }
+  }
+  return bytes;
+}
+
+uint64_t BfcCore::TrimTrailingPieces() {
+  uint64_t released = 0;
+  std::vector<uint64_t> ends;
+  for (const BfcRegion& region : map_.regions()) {
+    if (region.pieces.size() > 1) ends.push_back(region.end);
+  }
+  for (const uint64_t end : ends) {
+    BfcRegion* region = map_.RegionEndingAt(end);
+    ChunkHandle last = region->first_chunk;
+    while (map_.chunk(last).next != kInvalidChunk) last = map_.chunk(last).next;
+    // The first piece stays: a region with nothing in use goes whole.
+    while (region->pieces.size() > 1) {
+      BfcChunk& chunk = map_.chunk(last);
+      const UpstreamPiece piece = region->pieces.back();
+      const uint64_t piece_start = reinterpret_cast<uint64_t>(piece.ptr);
+      if (chunk.in_use() || chunk.freed_at_count != 0 ||
+          chunk.address > piece_start) {
+        break;
+      }
+      RemoveFree(last);
+      if (chunk.address == piece_start) {
+        const ChunkHandle prev = chunk.prev;
+        map_.chunk(prev).next = kInvalidChunk;
+        map_.ReleaseChunk(last);
+        last = prev;
+      } else {
+        chunk.size -= piece.bytes;
+        InsertFree(last);
+      }
+      region->end -= piece.bytes;
+      region->pieces.pop_back();
+      upstream_->Free(piece.ptr, piece.bytes);
+      stats_.pool_bytes -= piece.bytes;
+      released += piece.bytes;
+    }
+  }
+  return released;
 }
 
 void BfcCore::DeallocateRegions(const std::vector<uint64_t>& region_starts) {
