@@ -36,8 +36,9 @@ namespace tensormem {
 #define TENSORMEM_CUDA_ENTRY_POINTS(X)                                        \
   X(cuInit)                                                                   \
   X(cuGetErrorName)                                                           \
-  X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(                 \
-      cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)   \
+  X(cuDriverGetVersion)                                                       \
+  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceTotalMem) X(                   \
+      cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)                       \
       X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(   \
           cuCtxSynchronize) X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree)        \
           X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemGetAllocationGranularity) \
