@@ -77,6 +77,29 @@ absl::Status RefuseSubgraphs(const onnx::GraphProto& graph,
   return absl::OkStatus();
 }
 
+// ONNX 1.12's shape inference divides by these attributes without checking
+// them (a zero stride is a SIGFPE in its conv/pool inference): refuse
+// non-positive values first.
+absl::Status CheckDivisorAttributes(const onnx::GraphProto& graph,
+                                    std::string_view source) {
+  static const absl::flat_hash_set<std::string> kPositive = {
+      "strides", "dilations", "kernel_shape", "group", "blocksize"};
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    for (const onnx::AttributeProto& attribute : node.attribute()) {
+      if (!kPositive.contains(attribute.name())) continue;
+      bool positive = attribute.i() > 0 || attribute.ints_size() > 0;
+      for (int64_t value : attribute.ints()) positive &= value > 0;
+      if (!positive) {
+        return Invalid(source,
+                       absl::StrFormat("%s: attribute '%s' must be positive",
+                                       NodeLabel(node, i), attribute.name()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Weights are never read, but a model whose data file is gone is broken: say
 // so rather than plan it silently.
 absl::Status CheckExternalData(const onnx::GraphProto& graph,
@@ -231,6 +254,7 @@ absl::StatusOr<ModelGraph> LoadOnnxModelFromBytes(
   }
   TM_ASSIGN_OR_RETURN(const int64_t opset, DefaultOpset(model, source));
   TM_RETURN_IF_ERROR(RefuseSubgraphs(model.graph(), source));
+  TM_RETURN_IF_ERROR(CheckDivisorAttributes(model.graph(), source));
   TM_RETURN_IF_ERROR(
       CheckExternalData(model.graph(), options.external_data_dir, source));
   TM_ASSIGN_OR_RETURN(const absl::flat_hash_set<std::string> data_inputs,

@@ -114,6 +114,25 @@ TEST(OnnxErrorsTest, SubgraphsAreRefusedByNode) {
                         "'then_branch')"));
 }
 
+// ONNX 1.12's conv inference divides by the strides: a zero must be refused
+// before it runs (it was a SIGFPE).
+TEST(OnnxErrorsTest, ZeroStridesAreRefusedBeforeShapeInference) {
+  onnx::ModelProto model = EmptyModel();
+  AddInput(model, "x", {1, 2, 4, 4});
+  AddWeight(model, "w", {2, 2, 1, 1});
+  onnx::NodeProto* conv = AddNode(model, "Conv", {"x", "w"}, {"y"});
+  conv->set_name("conv");
+  onnx::AttributeProto* strides = conv->add_attribute();
+  strides->set_name("strides");
+  strides->set_type(onnx::AttributeProto::INTS);
+  strides->add_ints(1);
+  strides->add_ints(0);
+  AddOutput(model, "y");
+  EXPECT_THAT(ErrorOf(Bytes(model)),
+              HasSubstr("node 'conv' (#0, Conv): attribute 'strides' must be "
+                        "positive"));
+}
+
 TEST(OnnxErrorsTest, DanglingAndDuplicateTensors) {
   onnx::ModelProto dangling = ReluModel();
   AddNode(dangling, "Add", {"y", "ghost"}, {"z"})->set_name("adder");
