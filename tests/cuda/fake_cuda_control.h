@@ -9,7 +9,7 @@
 //   ... use tensormem ...
 //   EXPECT_EQ(fake_cuda_live_objects(), 0) << fake_cuda_leak_report();
 //
-// Without a reset the fake has $FAKE_CUDA_DEVICES devices (default 1) of
+// Without a reset the fake has $FAKE_CUDA_DEVICES devices (default 2) of
 // $FAKE_CUDA_MEMORY bytes each (default 4 GiB).
 #ifndef TENSORMEM_TESTS_CUDA_FAKE_CUDA_CONTROL_H_
 #define TENSORMEM_TESTS_CUDA_FAKE_CUDA_CONTROL_H_

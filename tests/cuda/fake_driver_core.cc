@@ -38,7 +38,7 @@ std::string Normalised(const char* name) {
 State& GetState() {
   static State* const state = [] {
     auto* created = new State;
-    Configure(*created, static_cast<int>(EnvOr("FAKE_CUDA_DEVICES", 1)),
+    Configure(*created, static_cast<int>(EnvOr("FAKE_CUDA_DEVICES", 2)),
               EnvOr("FAKE_CUDA_MEMORY", uint64_t{4} << 30));
     return created;
   }();
