@@ -121,13 +121,11 @@ TEST_F(CudaTorchPluginTest, OutOfMemoryIsNullptrWithTheReason) {
 TEST_F(CudaTorchPluginTest, ReuseOnAnotherStreamWaitsOnTheGpu) {
   CUstream first = NewStream();
   CUstream second = NewStream();
-  const int64_t waits_before =
-      Stats()["devices"].contains("0")
-          ? Stats()["devices"]["0"]["cross_stream_waits"].get<int64_t>()
-          : 0;
   void* a = plugin_.malloc(2 * kMiB, 0, first);
   ASSERT_NE(a, nullptr) << LastError();
   plugin_.free(a, 2 * kMiB, 0, first);
+  const int64_t waits_before =
+      Stats()["devices"]["0"]["cross_stream_waits"].get<int64_t>();
   void* b = plugin_.malloc(2 * kMiB, 0, second);
   EXPECT_EQ(b, a);
   EXPECT_EQ(Stats()["devices"]["0"]["cross_stream_waits"].get<int64_t>(),
