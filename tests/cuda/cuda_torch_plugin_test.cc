@@ -86,23 +86,31 @@ class CudaTorchPluginTest : public ::testing::Test {
     return stream;
   }
 
+  // Device 1 when there is one (the fake has two), else device 0.
+  int SecondDevice() {
+    absl::StatusOr<int> count = (*CudaDriver::Get())->DeviceCount();
+    return count.ok() && *count > 1 ? 1 : 0;
+  }
+
   PluginLibrary plugin_{};
 };
 
 TEST_F(CudaTorchPluginTest, ServesEachDeviceFromItsOwnAllocator) {
+  const int device = SecondDevice();
+  const std::string key = std::to_string(device);
   void* first = plugin_.malloc(kMiB, 0, nullptr);
-  void* second = plugin_.malloc(3 * kMiB, 1, nullptr);
+  void* second = plugin_.malloc(3 * kMiB, device, nullptr);
   ASSERT_NE(first, nullptr) << LastError();
   ASSERT_NE(second, nullptr) << LastError();
   if (OnFakeDriver()) static_cast<char*>(second)[3 * kMiB - 1] = 1;
   nlohmann::json stats = Stats();
   EXPECT_GE(stats["devices"]["0"]["bytes_in_use"].get<uint64_t>(), kMiB);
-  EXPECT_GE(stats["devices"]["1"]["bytes_in_use"].get<uint64_t>(), 3 * kMiB);
-  EXPECT_EQ(stats["devices"]["1"]["sub_allocator"], "cuda-vmm");
+  EXPECT_GE(stats["devices"][key]["bytes_in_use"].get<uint64_t>(), 3 * kMiB);
+  EXPECT_EQ(stats["devices"][key]["sub_allocator"], "cuda-vmm");
   EXPECT_EQ(stats["devices"]["0"]["bytes_limit"], 512 * kMiB);
   plugin_.free(first, kMiB, 0, nullptr);
-  plugin_.free(second, 3 * kMiB, 1, nullptr);
-  EXPECT_EQ(Stats()["devices"]["1"]["bytes_in_use"], 0);
+  plugin_.free(second, 3 * kMiB, device, nullptr);
+  EXPECT_EQ(Stats()["devices"][key]["bytes_in_use"], 0);
   EXPECT_EQ(plugin_.malloc(0, 0, nullptr), nullptr);  // nothing to serve
 }
 
@@ -145,11 +153,12 @@ TEST_F(CudaTorchPluginTest, BadFreesAndDevicesAreReportedNotFatal) {
 }
 
 TEST_F(CudaTorchPluginTest, TraceRecordsStreamAndDevicePerEvent) {
+  const int device = SecondDevice();
   CUstream stream = NewStream();
   void* a = plugin_.malloc(kMiB, 0, stream);
-  void* b = plugin_.malloc(kMiB, 1, nullptr);
+  void* b = plugin_.malloc(kMiB, device, nullptr);
   plugin_.free(a, kMiB, 0, stream);
-  plugin_.free(b, kMiB, 1, nullptr);
+  plugin_.free(b, kMiB, device, nullptr);
   ASSERT_EQ(plugin_.finish(), 0);
   absl::StatusOr<Trace> trace = ReadTrace(TracePath());
   ASSERT_TRUE(trace.ok()) << trace.status();
@@ -158,7 +167,8 @@ TEST_F(CudaTorchPluginTest, TraceRecordsStreamAndDevicePerEvent) {
   for (const TraceEvent& event : trace->events) on_stream += event.stream > 0;
   EXPECT_GE(on_stream, 2);  // a's alloc and free
   ASSERT_FALSE(trace->extra_keys.empty());
-  EXPECT_THAT(trace->extra_keys.back().second, HasSubstr("device=1"));
+  EXPECT_THAT(trace->extra_keys.back().second,
+              HasSubstr("device=" + std::to_string(device)));
 }
 
 }  // namespace
