@@ -2,7 +2,9 @@
 PRESET ?= default
 BUILD_DIR := build/$(PRESET)
 
-.PHONY: all deps configure build run test format clean
+VENV ?= .venv
+
+.PHONY: all deps configure build run test python format clean
 
 all: build
 
@@ -21,8 +23,16 @@ run: build
 test: build
 	@ctest --preset $(PRESET)
 
+# The Python package, installed into $(VENV): a venv that also sees Debian's
+# python3-numpy and python3-torch (Debian's pip refuses system-wide installs).
+python: configure
+	@/usr/bin/python3 -m venv --system-site-packages $(VENV)
+	@TENSORMEM_CMAKE_BUILD_DIR=$(CURDIR)/$(BUILD_DIR) $(VENV)/bin/python -m pip install \
+		--no-build-isolation --no-deps --no-index --quiet ./python
+	@echo "tensormem $$(cd /tmp && $(CURDIR)/$(VENV)/bin/python -c 'import tensormem; print(tensormem.__version__)') installed in $(VENV)"
+
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
 
 clean:
-	@rm -rf build out
+	@rm -rf build out python/build python/*.egg-info

@@ -7,7 +7,9 @@ packages=(
   cmake ninja-build g++ make pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   libabsl-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
-  python3 python3-torch python3-torchvision libtorch-dev
+  libonnx-dev libprotobuf-dev python3-onnx
+  python3 python3-dev python3-torch python3-torchvision libtorch-dev
+  pybind11-dev python3-numpy python3-pytest python3-setuptools python3-wheel python3-venv python3-pip
   chromium
 )
 

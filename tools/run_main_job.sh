@@ -2,7 +2,9 @@
 # `make run`: the main job. Runs `tensormem bench` on the bundled corpus (data/:
 # traces in data/traces, buffer sets from MiniMalloc and idealloc, and any
 # model traces under data/models), prints one table and writes out/report.html
-# with a picture per workload. Argument: the build directory.
+# with a picture per workload; then plans the bundled ONNX models (data/onnx)
+# with every planner into out/onnx_models.md (docs/onnx.md, a few seconds).
+# Argument: the build directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build/default}
@@ -13,4 +15,12 @@ if [ ! -x "$tensormem" ]; then
 fi
 start=$(date +%s)
 "$tensormem" bench --corpus data --out out
+if "$tensormem" plan data/onnx/resnet50.onnx --strategy naive >/dev/null 2>&1; then
+  echo
+  echo "ONNX models (data/onnx, activations fused): MiB (ratio to the lower bound)"
+  python3 tools/onnx/model_table.py --tensormem "$tensormem" --time-limit 2s \
+      --out out/onnx_models.md
+else
+  echo "make run: $tensormem was built without ONNX support: data/onnx skipped" >&2
+fi
 echo "make run: done in $(( $(date +%s) - start )) s; open out/report.html in a browser"

@@ -66,7 +66,6 @@ class AddressMap {
 
   // Regions, sorted by start address.
   const std::vector<BfcRegion>& regions() const { return regions_; }
-  std::vector<BfcRegion>& mutable_regions() { return regions_; }
   BfcRegion& AddRegion(void* ptr, uint64_t bytes, ChunkHandle first_chunk);
   // The region whose end is exactly `address`, or nullptr.
   BfcRegion* RegionEndingAt(uint64_t address);

@@ -57,7 +57,8 @@ class BfcCore {
   void RecordRejectedRequest(uint64_t bytes, uint64_t alignment,
                              std::string_view reason);
 
-  // Returns regions without in-use chunks to the upstream; false if none.
+  // Returns regions without in-use chunks to the upstream, and trailing
+  // pieces of coalesced regions that hold nothing in use; false if none.
   bool ReleaseFreeRegions();
 
   void SetTimingCounter(SharedCounter* counter) { timing_counter_ = counter; }
@@ -108,8 +109,10 @@ class BfcCore {
   bool DeallocateFreeRegions(uint64_t rounded);
   std::vector<uint64_t> FreeRegionStarts() const;
   void DeallocateRegions(const std::vector<uint64_t>& region_starts);
-  // Returns trailing upstream pieces that hold only free memory; true if any.
-  bool ReleaseFreeTails();
+  // Coalesced regions: returns trailing upstream pieces that hold nothing in
+  // use (the pool shrinks from its end); the bytes returned.
+  uint64_t TrimTrailingPieces();
+  uint64_t TrailingFreePieceBytes() const;
 
   // bfc_timestamps.cc
   bool MergeTimestampedChunks(uint64_t required_bytes);

@@ -129,8 +129,6 @@ bool BfcCore::DeallocateFreeRegions(uint64_t rounded) {
       !policy_->ReleasesFreeRegionsBeforeFailing()) {
     return false;
   }
-  const bool released_tails =
-      policy_->ReleasesFreeTails() && ReleaseFreeTails();
   const std::vector<uint64_t> starts = FreeRegionStarts();
   uint64_t total_free = 0;
   for (const BfcRegion& region : map_.regions()) {
@@ -139,23 +137,78 @@ bool BfcCore::DeallocateFreeRegions(uint64_t rounded) {
         total_free += piece.bytes;
     }
   }
-  if (total_free == 0) return released_tails;
+  const uint64_t trimmable = TrailingFreePieceBytes();
+  if (total_free + trimmable == 0) return false;
   // Only worth it when the freed memory plus the headroom can hold the request.
   const uint64_t headroom = stats_.pool_bytes >= config_.memory_limit
                                 ? 0
                                 : config_.memory_limit - stats_.pool_bytes;
-  if (rounded > headroom + total_free) return released_tails;
+  if (rounded > headroom + total_free + trimmable) return false;
   DeallocateRegions(starts);
+  TrimTrailingPieces();
   return true;
 }
 
 bool BfcCore::ReleaseFreeRegions() {
-  const bool released_tails =
-      policy_->ReleasesFreeTails() && ReleaseFreeTails();
   const std::vector<uint64_t> starts = FreeRegionStarts();
-  if (starts.empty()) return released_tails;
   DeallocateRegions(starts);
-  return true;
+  const uint64_t trimmed = TrimTrailingPieces();
+  return !starts.empty() || trimmed > 0;
+}
+
+// A trailing piece can go back when the region's last chunk is free, safe to
+// reuse, and starts at or before the piece: nothing in use lies inside it.
+uint64_t BfcCore::TrailingFreePieceBytes() const {
+  uint64_t bytes = 0;
+  for (const BfcRegion& region : map_.regions()) {
+    const BfcChunk& chunk = map_.chunk(LastChunk(region));
+    if (chunk.in_use() || chunk.freed_at_count != 0) continue;
+    for (size_t i = region.pieces.size() - 1; i > 0; --i) {
+      if (reinterpret_cast<uint64_t>(region.pieces[i].ptr) < chunk.address) {
+        break;
+      }
+      bytes += region.pieces[i].bytes;
+    }
+  }
+  return bytes;
+}
+
+uint64_t BfcCore::TrimTrailingPieces() {
+  uint64_t released = 0;
+  std::vector<uint64_t> ends;
+  for (const BfcRegion& region : map_.regions()) {
+    if (region.pieces.size() > 1) ends.push_back(region.end);
+  }
+  for (const uint64_t end : ends) {
+    BfcRegion* region = map_.RegionEndingAt(end);
+    ChunkHandle last = LastChunk(*region);
+    // The first piece stays: a region with nothing in use goes whole.
+    while (region->pieces.size() > 1) {
+      BfcChunk& chunk = map_.chunk(last);
+      const UpstreamPiece piece = region->pieces.back();
+      const uint64_t piece_start = reinterpret_cast<uint64_t>(piece.ptr);
+      if (chunk.in_use() || chunk.freed_at_count != 0 ||
+          chunk.address > piece_start) {
+        break;
+      }
+      RemoveFree(last);
+      if (chunk.address == piece_start) {
+        const ChunkHandle prev = chunk.prev;
+        map_.chunk(prev).next = kInvalidChunk;
+        map_.ReleaseChunk(last);
+        last = prev;
+      } else {
+        chunk.size -= piece.bytes;
+        InsertFree(last);
+      }
+      region->end -= piece.bytes;
+      region->pieces.pop_back();
+      upstream_->Free(piece.ptr, piece.bytes);
+      stats_.pool_bytes -= piece.bytes;
+      released += piece.bytes;
+    }
+  }
+  return released;
 }
 
 void BfcCore::DeallocateRegions(const std::vector<uint64_t>& region_starts) {
@@ -175,38 +228,6 @@ void BfcCore::DeallocateRegions(const std::vector<uint64_t>& region_starts) {
     }
     map_.RemoveRegion(start);
   }
-}
-
-bool BfcCore::ReleaseFreeTails() {
-  bool released = false;
-  for (BfcRegion& region : map_.mutable_regions()) {
-    // The first piece goes only with the whole region (DeallocateRegions).
-    while (region.pieces.size() > 1) {
-      const UpstreamPiece piece = region.pieces.back();
-      const uint64_t piece_begin = reinterpret_cast<uint64_t>(piece.ptr);
-      ChunkHandle last = LastChunk(region);
-      const BfcChunk& chunk = map_.chunk(last);
-      if (chunk.in_use() || chunk.freed_at_count != 0 ||
-          chunk.address > piece_begin) {
-        break;
-      }
-      RemoveFree(last);
-      if (chunk.address < piece_begin) {
-        const ChunkHandle tail = SplitChunk(last, piece_begin - chunk.address);
-        InsertFree(last);
-        last = tail;
-      }
-      const ChunkHandle before = map_.chunk(last).prev;
-      map_.chunk(before).next = kInvalidChunk;
-      map_.ReleaseChunk(last);
-      upstream_->Free(piece.ptr, piece.bytes);
-      stats_.pool_bytes -= piece.bytes;
-      region.end = piece_begin;
-      region.pieces.pop_back();
-      released = true;
-    }
-  }
-  return released;
 }
 
 }  // namespace tensormem::internal

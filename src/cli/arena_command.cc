@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/model_input.h"
 #include "nlohmann/json.hpp"
 #include "tensormem/core/units.h"
 #include "tensormem/plan/arena/arena_plan_export.h"
@@ -28,6 +29,8 @@ struct ArenaFlags {
   std::string arena_alignment = "64";
   bool json = false;
   std::string html;
+  ModelFlags model;              // .onnx inputs
+  nlohmann::json model_summary;  // set when the input was a model
 };
 
 // Ends the command with `exit_code` after printing `message` on stderr.
@@ -44,7 +47,17 @@ size_t ParseAlignment(const std::string& text, const char* flag) {
   return *value;
 }
 
-ArenaGraph ReadInput(const std::string& path) {
+ArenaGraph ReadInput(ArenaFlags& flags) {
+  const std::string& path = flags.input;
+  if (IsModelInput(path)) {
+    int exit_code = 1;
+    absl::StatusOr<LoadedModel> model =
+        LoadModelInput(path, flags.model, exit_code);
+    if (!model.ok()) Fail(exit_code, std::string(model.status().message()));
+    if (!flags.json) std::printf("%s\n", model->summary_line.c_str());
+    flags.model_summary = model->summary;
+    return std::move(model->graph);
+  }
   if (absl::EndsWith(path, ".csv")) {
     absl::StatusOr<BufferSet> set = ReadBufferSetCsv(path);
     if (!set.ok()) Fail(1, std::string(set.status().message()));
@@ -124,7 +137,7 @@ void PrintTable(const ArenaFlags& flags, const ArenaPlanner& planner,
               planner.persistent_buffer_bytes());
 }
 
-void Run(const ArenaFlags& flags) {
+void Run(ArenaFlags& flags) {
   std::optional<ArenaPlannerKind> kind = ParseArenaPlannerKind(flags.planner);
   if (!kind) {
     Fail(2, absl::StrFormat("--planner '%s': expected greedy or queue",
@@ -141,7 +154,7 @@ void Run(const ArenaFlags& flags) {
           ParseAlignment(flags.arena_alignment, "--arena-alignment"),
       // Plan with real addresses but never commit the arena's memory.
       .callbacks = ReservedAddressSpaceCallbacks()};
-  ArenaGraph graph = ReadInput(flags.input);
+  ArenaGraph graph = ReadInput(flags);
   absl::StatusOr<std::unique_ptr<ArenaPlanner>> planner =
       ArenaPlanner::Create(&graph, options);
   if (!planner.ok()) Fail(2, std::string(planner.status().message()));
@@ -168,6 +181,7 @@ void Run(const ArenaFlags& flags) {
         {"buffer_bytes", (*planner)->buffer_bytes()},
         {"persistent_buffer_bytes", (*planner)->persistent_buffer_bytes()},
         {"lower_bound", lower_bound}};
+    if (!flags.model_summary.is_null()) json["model"] = flags.model_summary;
     std::printf("%s\n", json.dump(2).c_str());
   } else {
     PrintTable(flags, **planner, lower_bound);
@@ -192,14 +206,19 @@ void AddArenaCommand(CLI::App& app) {
       "Planners: greedy (current TFLite: largest first, interval-aware best "
       "fit,\nin-place sharing) and queue (TFLite 2018-2020: allocation events "
       "in order).\nA .csv input is a buffer set, planned as a graph with the "
-      "same lifetimes.\n\n"
+      "same lifetimes;\na .onnx model is planned as its graph (docs/onnx.md)."
+      "\n\n"
       "Examples:\n"
       "  tensormem arena data/graphs/mobilenet_v2_blocks.json\n"
+      "  tensormem arena data/onnx/resnet50.onnx --fuse-activations --json\n"
       "  tensormem arena graph.json --planner queue --preserve-inputs --json\n"
       "  tensormem arena data/idealloc/somas_tensors/resnet50.csv "
       "--tensor-alignment 1 --html plan.html");
-  command->add_option("graph", flags->input, "Graph JSON (or buffer set CSV)")
+  command
+      ->add_option("graph", flags->input,
+                   "Graph JSON, buffer set CSV or ONNX model (.onnx)")
       ->required();
+  AddModelFlags(*command, flags->model);
   command->add_option("--planner", flags->planner, "greedy (default) or queue");
   command->add_flag(
       "--preserve-inputs", flags->preserve_inputs,

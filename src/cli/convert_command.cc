@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/model_input.h"
 #include "nlohmann/json.hpp"
 #include "tensormem/core/checked_math.h"
 #include "tensormem/core/units.h"
@@ -30,6 +31,7 @@ struct ConvertFlags {
   int device = 0;
   bool closed = false;
   bool json = false;
+  ModelFlags model;  // .onnx inputs
 };
 
 [[noreturn]] void ConvertFail(int exit_code, std::string_view message) {
@@ -62,6 +64,7 @@ std::string InferInputFormat(const std::string& path) {
   if (EndsWith(name, ".gz")) name.remove_suffix(3);
   if (EndsWith(name, ".pickle") || EndsWith(name, ".pkl")) return "pytorch";
   if (EndsWith(name, ".trace")) return "trace";
+  if (IsModelInput(path)) return "onnx";
   const std::string start = FileStart(path);
   if (EndsWith(name, ".csv")) {
     const std::string header = start.substr(0, start.find('\n'));
@@ -76,7 +79,64 @@ std::string InferInputFormat(const std::string& path) {
 }
 
 std::string InferOutputFormat(const std::string& path) {
+  if (EndsWith(path, ".json")) return "graph";
   return EndsWith(path, ".csv") ? "buffers" : "trace";
+}
+
+void WriteOutput(const std::string& path, const std::string& text) {
+  std::FILE* out = path == "-" ? stdout : std::fopen(path.c_str(), "wb");
+  if (out == nullptr) ConvertFail(1, path + ": cannot create");
+  const bool ok =
+      std::fwrite(text.data(), 1, text.size(), out) == text.size() &&
+      (out == stdout ? std::fflush(out) : std::fclose(out)) == 0;
+  if (!ok) ConvertFail(1, path + ": write failed");
+}
+
+// A model's intermediates as a buffer set or the arena planner's graph; a
+// trace goes through the buffer set.
+std::optional<Trace> ConvertModel(const ConvertFlags& flags,
+                                  const std::string& to,
+                                  nlohmann::ordered_json& json) {
+  int exit_code = 1;
+  absl::StatusOr<LoadedModel> model =
+      LoadModelInput(flags.input, flags.model, exit_code);
+  if (!model.ok())
+    ConvertFail(exit_code, std::string(model.status().message()));
+  json["model"] = model->summary;
+  if (to == "trace") {
+    absl::StatusOr<Trace> trace = BufferSetToTrace(model->buffers);
+    if (!trace.ok()) ConvertFail(trace.status());
+    return *std::move(trace);
+  }
+  if (to == "graph") {
+    WriteOutput(flags.output, FormatArenaGraphJson(model->graph));
+    json["tensors"] = model->graph.tensors.size();
+    json["nodes"] = model->graph.nodes.size();
+  } else {
+    WriteOutput(flags.output, FormatBufferSetCsv(model->buffers));
+    json["buffers"] = model->buffers.buffers.size();
+  }
+  json["peak_live_bytes"] = PeakLiveBytes(model->buffers);
+  return std::nullopt;
+}
+
+void PrintSummary(const ConvertFlags& flags,
+                  const nlohmann::ordered_json& json) {
+  if (flags.json) {
+    std::printf("%s\n", json.dump(2).c_str());
+    return;
+  }
+  // With the converted data on stdout, the summary goes to stderr.
+  std::FILE* report = flags.output == "-" ? stderr : stdout;
+  for (const auto& [key, value] : json.items()) {
+    std::string text =
+        value.is_string() ? value.get<std::string>() : value.dump();
+    if (key == "peak_live_bytes") {
+      const uint64_t bytes = value.get<uint64_t>();
+      text = absl::StrFormat("%s (%d B)", HumanBytes(bytes), bytes);
+    }
+    std::fprintf(report, "%-22s %s\n", key.c_str(), text.c_str());
+  }
 }
 
 struct Summary {
@@ -133,8 +193,15 @@ void Run(const ConvertFlags& flags) {
                                  {"from", from},
                                  {"to", to}};
 
+  if (to == "graph" && from != "onnx") {
+    ConvertFail(2, "only a model (.onnx) converts to an arena graph (.json)");
+  }
   Trace trace;
-  if (from == "trace") {
+  if (from == "onnx") {
+    std::optional<Trace> converted = ConvertModel(flags, to, json);
+    if (!converted) return PrintSummary(flags, json);
+    trace = *std::move(converted);
+  } else if (from == "trace") {
     absl::StatusOr<Trace> read = ReadTrace(flags.input);
     if (!read.ok()) ConvertFail(read.status());
     trace = *std::move(read);
@@ -179,13 +246,7 @@ void Run(const ConvertFlags& flags) {
                                              : IntervalConvention::kHalfOpen);
     if (!set.ok())
       ConvertFail(1, flags.input + ": " + std::string(set.status().message()));
-    const std::string csv = FormatBufferSetCsv(*set);
-    std::FILE* out =
-        flags.output == "-" ? stdout : std::fopen(flags.output.c_str(), "wb");
-    if (out == nullptr) ConvertFail(1, flags.output + ": cannot create");
-    const bool ok = std::fwrite(csv.data(), 1, csv.size(), out) == csv.size() &&
-                    (out == stdout ? std::fflush(out) : std::fclose(out)) == 0;
-    if (!ok) ConvertFail(1, flags.output + ": write failed");
+    WriteOutput(flags.output, FormatBufferSetCsv(*set));
     json["buffers"] = set->buffers.size();
   }
 
@@ -195,21 +256,7 @@ void Run(const ConvertFlags& flags) {
   json["failed_allocs"] = summary.failed_allocs;
   json["live_at_end"] = summary.live_at_end;
   json["peak_live_bytes"] = summary.peak_live_bytes;
-  if (flags.json) {
-    std::printf("%s\n", json.dump(2).c_str());
-    return;
-  }
-  // With the converted data on stdout, the summary goes to stderr.
-  std::FILE* report = flags.output == "-" ? stderr : stdout;
-  for (const auto& [key, value] : json.items()) {
-    std::string text =
-        value.is_string() ? value.get<std::string>() : value.dump();
-    if (key == "peak_live_bytes") {
-      text = absl::StrFormat("%s (%d B)", HumanBytes(summary.peak_live_bytes),
-                             summary.peak_live_bytes);
-    }
-    std::fprintf(report, "%-22s %s\n", key.c_str(), text.c_str());
-  }
+  PrintSummary(flags, json);
 }
 
 }  // namespace
@@ -219,23 +266,26 @@ void AddConvertCommand(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "convert",
       "Convert RMM logs, PyTorch memory snapshots and "
-      "buffer sets to traces, and traces to "
-      "buffer sets.\n"
+      "buffer sets to traces, traces to "
+      "buffer sets, and ONNX models to buffer sets or arena graphs.\n"
       "Formats are inferred from the names (.trace, .csv: RMM "
       "log or buffer set by its header, .pickle; each may "
-      "end in .gz) unless given.\n"
-      "Example: tensormem convert snapshot.pickle "
-      "model.trace.gz --device 0 --json");
+      "end in .gz; .onnx; .json: arena graph) unless given.\n"
+      "Examples: tensormem convert snapshot.pickle "
+      "model.trace.gz --device 0 --json\n"
+      "          tensormem convert data/onnx/mobilenet_v2.onnx records.csv "
+      "--fuse-activations");
   command
       ->add_option("input", flags->input, "input file ('-' = stdin for traces)")
       ->required();
   command->add_option("output", flags->output, "output file ('-' = stdout)")
       ->required();
   command->add_option("--from", flags->from, "input format")
-      ->check(CLI::IsMember({"auto", "trace", "rmm", "pytorch", "buffers"}))
+      ->check(
+          CLI::IsMember({"auto", "trace", "rmm", "pytorch", "buffers", "onnx"}))
       ->capture_default_str();
   command->add_option("--to", flags->to, "output format")
-      ->check(CLI::IsMember({"auto", "trace", "buffers"}))
+      ->check(CLI::IsMember({"auto", "trace", "buffers", "graph"}))
       ->capture_default_str();
   command
       ->add_option("--device", flags->device,
@@ -246,6 +296,7 @@ void AddConvertCommand(CLI::App& app) {
       "--closed", flags->closed,
       "buffer set output in the closed first_task,last_task convention");
   command->add_flag("--json", flags->json, "print a one-object JSON summary");
+  AddModelFlags(*command, flags->model);
   command->callback([flags] { Run(*flags); });
 }
 

@@ -3,14 +3,17 @@
 // Exit codes: 0 success, 1 bad input or a failed run, 2 bad flags.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "tensormem/core/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "tensormem: allocate, plan, replay and measure deep-learning memory"};
-  app.set_version_flag("--version", "tensormem 0.1.0");
+  app.set_version_flag("--version",
+                       "tensormem " + std::string(tensormem::kVersion));
   app.require_subcommand(1);
   tensormem::cli::AddPlanCommand(app);
   tensormem::cli::AddArenaCommand(app);

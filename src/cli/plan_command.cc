@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "cli/model_input.h"
 #include "nlohmann/json.hpp"
 #include "tensormem/core/checked_math.h"
 #include "tensormem/core/units.h"
@@ -36,6 +37,8 @@ struct PlanFlags {
   std::string time_limit;
   std::string capacity;
   int threads = 1;
+  ModelFlags model;              // .onnx inputs
+  nlohmann::json model_summary;  // set when the input was a model
 };
 
 // Ends the command with `exit_code` after printing `message` on stderr.
@@ -196,6 +199,7 @@ void RunAll(const PlanFlags& flags, const BufferSet& set,
                            {"lower_bound", bound},
                            {"strategies", rows}};
     if (best) json["best"] = best->strategy;
+    if (!flags.model_summary.is_null()) json["model"] = flags.model_summary;
     PrintJson(json);
   } else if (best) {
     std::printf("best: %s (%s)\n", best->strategy.c_str(),
@@ -229,6 +233,7 @@ void RunOne(const PlanFlags& flags, const BufferSet& set,
   if (flags.json) {
     nlohmann::json json = Summary(*plan);
     json["buffers"] = set.buffers.size();
+    if (!flags.model_summary.is_null()) json["model"] = flags.model_summary;
     if (mode == PlanMode::kObjects) {
       json["objects"] = {{"ids", plan->objects.object_ids},
                          {"sizes", plan->objects.object_sizes}};
@@ -260,16 +265,31 @@ void RunOne(const PlanFlags& flags, const BufferSet& set,
   WriteOutputs(flags, set, *plan);
 }
 
-void Run(const PlanFlags& flags) {
+// A buffer set CSV, or a model's intermediates.
+BufferSet ReadInput(PlanFlags& flags) {
+  if (!IsModelInput(flags.input)) {
+    absl::StatusOr<BufferSet> set = ReadBufferSetCsv(flags.input);
+    if (!set.ok()) Fail(1, std::string(set.status().message()));
+    return *std::move(set);
+  }
+  int exit_code = 1;
+  absl::StatusOr<LoadedModel> model =
+      LoadModelInput(flags.input, flags.model, exit_code);
+  if (!model.ok()) Fail(exit_code, std::string(model.status().message()));
+  if (!flags.json) std::printf("%s\n", model->summary_line.c_str());
+  flags.model_summary = model->summary;
+  return std::move(model->buffers);
+}
+
+void Run(PlanFlags& flags) {
   absl::StatusOr<uint64_t> alignment = ParseByteSize(flags.align);
   if (!alignment.ok() || *alignment == 0) {
     Fail(2, absl::StrFormat("--align '%s' must be a positive byte count",
                             flags.align));
   }
-  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(flags.input);
-  if (!set.ok()) Fail(1, std::string(set.status().message()));
+  const BufferSet set = ReadInput(flags);
   if (flags.check) {
-    CheckGivenOffsets(flags, *set, *alignment);
+    CheckGivenOffsets(flags, set, *alignment);
     return;
   }
   PlanOptions options;
@@ -287,9 +307,9 @@ void Run(const PlanFlags& flags) {
   }
   options.threads = flags.threads;
   if (flags.strategy == "all") {
-    RunAll(flags, *set, options);
+    RunAll(flags, set, options);
   } else {
-    RunOne(flags, *set, options);
+    RunOne(flags, set, options);
   }
 }
 
@@ -315,12 +335,16 @@ void AddPlanCommand(CLI::App& app) {
       "  tensormem plan model.csv --align 64 --out plan.csv --html plan.html\n"
       "  tensormem plan data/idealloc/iree/iree_mobilenet.csv --check\n"
       "  tensormem plan data/minimalloc/challenging/A.1048576.csv --strategy "
-      "optimal --time-limit 5s --threads 2");
+      "optimal --time-limit 5s --threads 2\n"
+      "  tensormem plan data/onnx/mobilenet_v2.onnx --fuse-activations "
+      "--strategy all");
   command
       ->add_option("input", flags->input,
                    "Buffer set CSV (id,lower,upper,size or "
-                   "id,first_task,last_task,size; optional offset)")
+                   "id,first_task,last_task,size; optional offset), or an "
+                   "ONNX model (.onnx: its intermediates)")
       ->required();
+  AddModelFlags(*command, flags->model);
   command->add_option(
       "--strategy,-s", flags->strategy,
       "Strategy name, or 'all' for a comparison table "

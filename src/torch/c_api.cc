@@ -1,5 +1,5 @@
 // The C entry points of libtensormem_torch.so, for ctypes
-// (python/tensormem_torch).
+// (python/tensormem/torch.py).
 //
 // Strings returned to the caller are malloc'd and freed with
 // tensormem_torch_free_string. Errors are kept per process and read with
@@ -92,15 +92,16 @@ __attribute__((constructor)) void EnableFromEnvironment() {
 extern "C" {
 
 // Makes tensormem PyTorch's CPU allocator. `options_json` (may be NULL) is a
-// JSON object overriding the TENSORMEM_* environment. Returns 0, or -1 with
-// the reason in tensormem_torch_last_error().
+// JSON object overriding the TENSORMEM_* environment. Returns 0, or the
+// absl::StatusCode of the failure (3: a bad option, 9: already enabled with
+// other options, ...) with the reason in tensormem_torch_last_error().
 __attribute__((visibility("default"))) int tensormem_torch_enable(
     const char* options_json) {
   absl::Status status = tensormem::Enable(options_json);
   if (status.ok()) return 0;
   std::lock_guard<std::mutex> lock(tensormem::g_mutex);
   tensormem::g_last_error = std::string(status.message());
-  return -1;
+  return static_cast<int>(status.code());
 }
 
 __attribute__((visibility("default"))) int tensormem_torch_is_enabled() {

@@ -94,5 +94,35 @@ TEST(ArenaGraphJsonTest, ErrorsNameTheFileAndTheLocation) {
             absl::StatusCode::kNotFound);
 }
 
+// Every field the reader knows survives a write and a read.
+TEST(ArenaGraphJsonTest, FormatThenParseGivesTheSameGraph) {
+  for (const char* name : {"simple_graph.json", "persistent_temporary.json",
+                           "inplace_reshape.json"}) {
+    SCOPED_TRACE(name);
+    absl::StatusOr<ArenaGraph> graph = ReadArenaGraphJson(DataPath(name));
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    const std::string text = FormatArenaGraphJson(*graph);
+    absl::StatusOr<ArenaGraph> again = ParseArenaGraphJson(text, "written");
+    ASSERT_TRUE(again.ok()) << again.status() << "\n" << text;
+    ASSERT_EQ(again->tensors.size(), graph->tensors.size());
+    for (size_t t = 0; t < graph->tensors.size(); ++t) {
+      EXPECT_EQ(again->tensors[t].bytes, graph->tensors[t].bytes);
+      EXPECT_EQ(again->tensors[t].type, graph->tensors[t].type);
+    }
+    EXPECT_EQ(again->inputs, graph->inputs);
+    EXPECT_EQ(again->outputs, graph->outputs);
+    EXPECT_EQ(again->variables, graph->variables);
+    ASSERT_EQ(again->nodes.size(), graph->nodes.size());
+    for (size_t n = 0; n < graph->nodes.size(); ++n) {
+      EXPECT_EQ(again->nodes[n].inputs, graph->nodes[n].inputs);
+      EXPECT_EQ(again->nodes[n].outputs, graph->nodes[n].outputs);
+      EXPECT_EQ(again->nodes[n].temporaries, graph->nodes[n].temporaries);
+      EXPECT_EQ(again->nodes[n].inplace.inputs, graph->nodes[n].inplace.inputs);
+      EXPECT_EQ(again->nodes[n].inplace.data_unmodified,
+                graph->nodes[n].inplace.data_unmodified);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tensormem

@@ -27,7 +27,7 @@ except ImportError as error:
     print(f"skipped: {error}")
     sys.exit(SKIP)
 
-import tensormem_torch  # noqa: E402
+import tensormem.torch as tensormem_torch  # noqa: E402
 import workloads  # noqa: E402
 
 

@@ -11,7 +11,7 @@ out=${1:-data/models}
 python=${PYTHON:-/usr/bin/python3}
 models=(resnet18 resnet50 mobilenet_v2 mobilenet_v3_large efficientnet_b0 inception_v3
         deeplabv3_mobilenet_v3 vit_b_16 squeezenet1_1)
-export PYTHONPATH=python:tools/torch
+export PYTHONPATH=build/default/python:tools/torch  # the package as the build stages it
 "$python" tools/torch/record.py --models "$(IFS=,; echo "${models[*]}")" --out "$out" \
     --steps 2 --threads 1
 for model in "${models[@]}"; do

@@ -33,7 +33,7 @@ def run_worker(args):
 
     torch.set_num_threads(args.threads)
     if args.allocator == "tensormem":
-        import tensormem_torch
+        import tensormem.torch as tensormem_torch
         tensormem_torch.enable()
     mode, batch = WORKLOADS[args.workload]
     resolution = (models.training_resolution(args.model) if mode == "train"

@@ -33,7 +33,7 @@ WORKLOADS = {  # name -> (mode, batch)
 def run_worker(args):
     """In the child: enable tensormem, run the workload, print a JSON summary."""
     import torch
-    import tensormem_torch
+    import tensormem.torch as tensormem_torch
     import models
     import workloads
 
@@ -61,7 +61,9 @@ def run_worker(args):
 
 def child_environment():
     here = os.path.dirname(os.path.abspath(__file__))
-    python_dir = os.path.join(os.path.dirname(os.path.dirname(here)), "python")
+    # The Python package as the build stages it (tensormem.torch and its library).
+    python_dir = os.environ.get("TENSORMEM_PYTHON_DIR") or os.path.join(
+        os.path.dirname(os.path.dirname(here)), "build", "default", "python")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [here, python_dir] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))

@@ -96,9 +96,6 @@ class AllocationPolicy {
   // Whether, before a request fails, regions holding nothing in use are
   // returned to the upstream and the request retried (garbage collection).
   virtual bool ReleasesFreeRegionsBeforeFailing() const { return false; }
-  // Whether free trailing upstream pieces of a region are given back as well
-  // when free memory is returned (a region shrinks instead of staying whole).
-  virtual bool ReleasesFreeTails() const { return false; }
   // Pool bytes above which free regions are returned before growing further
   // (0: never).
   virtual uint64_t ReleaseThresholdBytes() const { return 0; }

@@ -126,8 +126,10 @@ class BfcAllocator final : public Allocator {
   // stats); for tests and debugging, O(chunks).
   absl::Status CheckInvariants() const;
 
-  // Returns every region holding no in-use block to the upstream now.
-  // Returns false when there was none.
+  // Returns every region holding no in-use block to the upstream now, and,
+  // over a coalescing upstream, the trailing pieces of a region that hold no
+  // in-use block (the pool shrinks from its end). Returns false when there
+  // was nothing to return. Garbage collection does the same.
   bool ReleaseFreeRegions();
 
   // Timestamped frees (see SharedCounter). `counter` must outlive the

@@ -101,9 +101,6 @@ class PytorchPolicy final : public AllocationPolicy {
 
   bool MergesRegions() const override { return config_.expandable_segments; }
   bool ReleasesFreeRegionsBeforeFailing() const override { return true; }
-  bool ReleasesFreeTails() const override {
-    return config_.expandable_segments;
-  }
   uint64_t ReleaseThresholdBytes() const override { return release_threshold_; }
 
  private:

@@ -59,8 +59,6 @@ class TightPolicy final : public AllocationPolicy {
     return refused > lacking ? lacking : 0;
   }
 
-  bool ReleasesFreeTails() const override { return true; }
-
  private:
   // What the free tail of the last region lacks to hold the request.
   static uint64_t Lacking(const GrowthRequest& request) {

@@ -1,4 +1,4 @@
-// Reads the arena graph JSON format (docs/design.md §3.3).
+// Reads and writes the arena graph JSON format (docs/design.md §3.3).
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -186,6 +186,47 @@ absl::StatusOr<ArenaGraph> ReadArenaGraphJson(const std::string& path) {
   std::ostringstream text;
   text << file.rdbuf();
   return ParseArenaGraphJson(text.str(), path);
+}
+
+namespace {
+
+Json TensorJson(const ArenaTensor& tensor) {
+  Json json = {{"size", tensor.bytes}};
+  if (tensor.type != AllocationType::kArenaRw)
+    json["type"] = std::string(AllocationTypeName(tensor.type));
+  return json;
+}
+
+Json NodeJson(const ArenaNode& node) {
+  Json json = {{"inputs", node.inputs}, {"outputs", node.outputs}};
+  if (!node.temporaries.empty()) json["temporaries"] = node.temporaries;
+  if (!node.inplace.inputs.empty()) {
+    json["inplace"] = {{"inputs", node.inplace.inputs},
+                       {"data_unmodified", node.inplace.data_unmodified}};
+  }
+  return json;
+}
+
+// "[\n  a,\n  b\n]": one element per line, each compact.
+std::string ListLines(const std::vector<Json>& elements) {
+  std::string text = "[";
+  for (size_t i = 0; i < elements.size(); ++i)
+    text += (i == 0 ? "\n  " : ",\n  ") + elements[i].dump();
+  return text + (elements.empty() ? "]" : "\n]");
+}
+
+}  // namespace
+
+std::string FormatArenaGraphJson(const ArenaGraph& graph) {
+  std::vector<Json> tensors, nodes;
+  for (const ArenaTensor& tensor : graph.tensors)
+    tensors.push_back(TensorJson(tensor));
+  for (const ArenaNode& node : graph.nodes) nodes.push_back(NodeJson(node));
+  return absl::StrFormat(
+      "{\"tensors\": %s,\n\"inputs\": %s, \"outputs\": %s, \"variables\": "
+      "%s,\n\"nodes\": %s}\n",
+      ListLines(tensors), Json(graph.inputs).dump(), Json(graph.outputs).dump(),
+      Json(graph.variables).dump(), ListLines(nodes));
 }
 
 }  // namespace tensormem

@@ -15,7 +15,8 @@
 //                  {.inputs = {1}, .outputs = {2}}};
 //   absl::Status valid = ValidateArenaGraph(graph);
 //
-// The JSON form (docs/design.md §3.3) is read by ReadArenaGraphJson.
+// The JSON form (docs/design.md §3.3) is read by ReadArenaGraphJson and
+// written by FormatArenaGraphJson.
 #ifndef TENSORMEM_PLAN_ARENA_ARENA_GRAPH_H_
 #define TENSORMEM_PLAN_ARENA_ARENA_GRAPH_H_
 
@@ -89,6 +90,10 @@ absl::Status ValidateArenaGraph(const ArenaGraph& graph);
 absl::StatusOr<ArenaGraph> ParseArenaGraphJson(std::string_view text,
                                                std::string_view source);
 absl::StatusOr<ArenaGraph> ReadArenaGraphJson(const std::string& path);
+
+// The JSON form ParseArenaGraphJson reads back, one tensor and one node per
+// line; default fields (arena_rw, no temporaries, no in-place) are left out.
+std::string FormatArenaGraphJson(const ArenaGraph& graph);
 
 }  // namespace tensormem
 

@@ -1,0 +1,81 @@
+"""tensormem.BfcAllocator: the BFC allocator as an object."""
+
+import pytest
+
+import tensormem
+
+
+def test_alloc_free_and_stats():
+    bfc = tensormem.BfcAllocator("64MiB", allow_growth=False)
+    first = bfc.alloc(1000)
+    second = bfc.alloc(5000, alignment=4096)
+    assert first != second and second % 4096 == 0
+    stats = bfc.stats()
+    assert stats["num_allocs"] == 2
+    assert stats["bytes_in_use"] == bfc.allocated_size(first) + bfc.allocated_size(second)
+    assert bfc.allocated_size(first) == 1024  # rounded up to 256-byte multiples
+    assert stats["bytes_limit"] == 64 << 20
+    bfc.free(first)
+    bfc.free(second)
+    assert bfc.stats()["bytes_in_use"] == 0
+    assert bfc.stats()["peak_bytes_in_use"] >= 1024 + 5120
+    assert bfc.allocated_size(first) is None
+
+
+def test_freed_space_is_reused_best_fit():
+    bfc = tensormem.BfcAllocator(1 << 20, allow_growth=False)
+    blocks = [bfc.alloc(4096) for _ in range(4)]
+    bfc.free(blocks[1])
+    assert bfc.alloc(4096) == blocks[1]
+
+
+def test_dump_shows_regions_and_chunks():
+    bfc = tensormem.BfcAllocator("16MiB", allow_growth=False)
+    block = bfc.alloc(300)
+    dump = bfc.dump()
+    assert len(dump["regions"]) == 1
+    assert sum(bin_["total_chunks_in_use"] for bin_ in dump["bins"]) == 1
+    assert sum(bin_["total_requested_bytes_in_use"] for bin_ in dump["bins"]) == 300
+    assert "16.00MiB" in bfc.dump_text() or "16777216" in bfc.dump_text()
+    bfc.free(block)
+
+
+def test_out_of_memory_raises_memory_error_with_the_explanation():
+    bfc = tensormem.BfcAllocator("1MiB", allow_growth=False)
+    bfc.alloc(600 << 10)
+    with pytest.raises(MemoryError, match="out of memory.*largest free block"):
+        bfc.alloc(600 << 10)
+    assert bfc.stats()["num_allocs"] == 1
+
+
+def test_misuse_raises_value_error():
+    bfc = tensormem.BfcAllocator("1MiB")
+    block = bfc.alloc(256)
+    bfc.free(block)
+    with pytest.raises(ValueError, match="free"):
+        bfc.free(block)  # double free
+    with pytest.raises(ValueError, match="power of two"):
+        bfc.alloc(256, alignment=48)
+    with pytest.raises(ValueError, match="bytes must be > 0"):
+        bfc.alloc(0)
+
+
+def test_bad_construction_raises_value_error():
+    with pytest.raises(ValueError, match="memory_limit"):
+        tensormem.BfcAllocator(0)
+    with pytest.raises(ValueError, match="cuda"):
+        tensormem.BfcAllocator("1MiB", sub_allocator="cuda")
+    with pytest.raises(ValueError):
+        tensormem.BfcAllocator("lots")
+
+
+def test_host_memory_blocks_are_addresses():
+    bfc = tensormem.BfcAllocator("4MiB", sub_allocator="host")
+    block = bfc.alloc(4096)
+    assert block > 4 << 20 and block % 256 == 0
+    bfc.free(block)
+
+
+def test_parse_bytes():
+    assert tensormem.parse_bytes("2GiB") == 2 << 30
+    assert tensormem.parse_bytes(4096) == 4096

@@ -1,0 +1,193 @@
+#include "tensormem/cuda/cuda_vmm_sub_allocator.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "alloc/address_space.h"
+#include "tensormem/core/checked_math.h"
+#include "tensormem/core/status_macros.h"
+
+namespace tensormem {
+namespace {
+
+CUmemAllocationProp DeviceMemoryProperties(int device) {
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = device;
+  return prop;
+}
+
+std::string OnDevice(std::string_view call, uint64_t bytes, int device) {
+  return absl::StrCat(std::string(call), "(", DescribeBytes(bytes), ", device ",
+                      device, ")");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaVmmSubAllocator>>
+CudaVmmSubAllocator::Create(const CudaSubAllocatorParams& params) {
+  CudaDriver* driver = params.driver;
+  if (driver == nullptr) {
+    TM_ASSIGN_OR_RETURN(driver, CudaDriver::Get());
+  }
+  TM_RETURN_IF_ERROR(driver->MakeCurrent(params.device));
+  const CudaDriverApi& api = driver->api();
+  const CUmemAllocationProp prop = DeviceMemoryProperties(params.device);
+  size_t granularity = 0;
+  TM_RETURN_IF_ERROR(driver->Check(
+      api.cuMemGetAllocationGranularity(&granularity, &prop,
+                                        CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+      absl::StrCat("cuMemGetAllocationGranularity(device ", params.device,
+                   ")")));
+  uint64_t reserve = params.reserve_bytes;
+  if (reserve == 0) {
+    TM_ASSIGN_OR_RETURN(const uint64_t total,
+                        driver->TotalMemory(params.device));
+    reserve = 2 * total;
+  }
+  const std::optional<uint64_t> rounded = CheckedRoundUp(reserve, granularity);
+  if (!rounded) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cuda-vmm: reservation of ", reserve, " bytes overflows"));
+  }
+  CUdeviceptr base = 0;
+  TM_RETURN_IF_ERROR(
+      driver->Check(api.cuMemAddressReserve(&base, *rounded, granularity, 0, 0),
+                    OnDevice("cuMemAddressReserve", *rounded, params.device)));
+  std::vector<int> access = params.access_devices;
+  if (access.empty()) access.push_back(params.device);
+  return std::unique_ptr<CudaVmmSubAllocator>(new CudaVmmSubAllocator(
+      driver, params, std::move(access), base, *rounded, granularity));
+}
+
+CudaVmmSubAllocator::CudaVmmSubAllocator(CudaDriver* driver,
+                                         const CudaSubAllocatorParams& params,
+                                         std::vector<int> access_devices,
+                                         CUdeviceptr base, uint64_t reserved,
+                                         uint64_t granularity)
+    : CudaSubAllocatorBase(driver, params),
+      access_devices_(std::move(access_devices)),
+      base_(base),
+      reserved_(reserved),
+      granularity_(granularity),
+      free_ranges_(std::make_unique<internal::FreeRangeMap>(base, reserved)) {}
+
+CudaVmmSubAllocator::~CudaVmmSubAllocator() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!MakeCurrent()) return;
+  for (const auto& [start, mapping] : live_) Unback(start, mapping);
+  const CUresult result = driver().api().cuMemAddressFree(base_, reserved_);
+  if (result != CUDA_SUCCESS) {
+    ReportFailedFree(result, OnDevice("cuMemAddressFree", reserved_, device()));
+  }
+}
+
+bool CudaVmmSubAllocator::Back(uintptr_t start, uint64_t size,
+                               CUmemGenericAllocationHandle* out) {
+  const CudaDriverApi& api = driver().api();
+  const CUmemAllocationProp prop = DeviceMemoryProperties(device());
+  CUmemGenericAllocationHandle handle = 0;
+  if (!Succeeded(api.cuMemCreate(&handle, size, &prop, 0),
+                 [&] { return OnDevice("cuMemCreate", size, device()); })) {
+    return false;
+  }
+  if (!Succeeded(api.cuMemMap(start, size, 0, handle, 0),
+                 [&] { return OnDevice("cuMemMap", size, device()); })) {
+    api.cuMemRelease(handle);
+    return false;
+  }
+  std::vector<CUmemAccessDesc> access(access_devices_.size());
+  for (size_t i = 0; i < access.size(); ++i) {
+    access[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access[i].location.id = access_devices_[i];
+    access[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  }
+  if (!Succeeded(api.cuMemSetAccess(start, size, access.data(), access.size()),
+                 [&] { return OnDevice("cuMemSetAccess", size, device()); })) {
+    api.cuMemUnmap(start, size);
+    api.cuMemRelease(handle);
+    return false;
+  }
+  *out = handle;
+  return true;
+}
+
+void CudaVmmSubAllocator::Unback(uintptr_t start, const Mapping& mapping) {
+  const CudaDriverApi& api = driver().api();
+  CUresult result = api.cuMemUnmap(start, mapping.size);
+  if (result != CUDA_SUCCESS) {
+    ReportFailedFree(result, OnDevice("cuMemUnmap", mapping.size, device()));
+    return;  // a handle still mapped cannot be released
+  }
+  result = api.cuMemRelease(mapping.handle);
+  if (result != CUDA_SUCCESS) {
+    ReportFailedFree(result, OnDevice("cuMemRelease", mapping.size, device()));
+  }
+}
+
+void* CudaVmmSubAllocator::Alloc(size_t alignment, size_t bytes,
+                                 size_t* bytes_received) {
+  *bytes_received = 0;
+  if (bytes == 0 || (alignment != 0 && !IsPowerOfTwo(alignment)) ||
+      alignment > granularity_) {
+    return nullptr;
+  }
+  const std::optional<uint64_t> size = CheckedRoundUp(bytes, granularity_);
+  if (!size) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The top first: contiguous with the highest region, whatever lies below.
+  std::optional<uintptr_t> start =
+      free_ranges_->TakeFromTop(*size, granularity_);
+  if (!start) start = free_ranges_->TakeFirstFit(*size, granularity_);
+  if (!start) {
+    Succeeded(CUDA_ERROR_OUT_OF_MEMORY, [&] {
+      return absl::StrCat("cuda-vmm: ", DescribeBytes(*size),
+                          " do not fit in the reserved ",
+                          DescribeBytes(reserved_));
+    });
+    return nullptr;
+  }
+  CUmemGenericAllocationHandle handle = 0;
+  if (!MakeCurrent() || !Back(*start, *size, &handle)) {
+    free_ranges_->Release(*start, *size);
+    return nullptr;
+  }
+  live_[*start] = Mapping{*size, handle};
+  mapped_bytes_ += *size;
+  *bytes_received = *size;
+  void* region = reinterpret_cast<void*>(*start);
+  VisitAlloc(region, device(), *size);
+  return region;
+}
+
+void CudaVmmSubAllocator::Free(void* ptr, size_t bytes) {
+  if (ptr == nullptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
+  auto found = live_.find(start);
+  if (found == live_.end() || found->second.size != bytes) {
+    ReportFailedFree(CUDA_ERROR_INVALID_VALUE,
+                     absl::StrCat("free of ", DescribeBytes(bytes),
+                                  " at a region it did not hand out"));
+    return;
+  }
+  VisitFree(ptr, device(), bytes);
+  if (MakeCurrent()) Unback(start, found->second);
+  free_ranges_->Release(start, bytes);
+  mapped_bytes_ -= bytes;
+  live_.erase(found);
+}
+
+uint64_t CudaVmmSubAllocator::mapped_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return mapped_bytes_;
+}
+
+size_t CudaVmmSubAllocator::handle_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return live_.size();
+}
+
+}  // namespace tensormem

@@ -1,0 +1,31 @@
+// Shared between the ONNX loader's files; ONNX's own headers stay out of the
+// public API.
+#ifndef TENSORMEM_MODEL_ONNX_INTERNAL_H_
+#define TENSORMEM_MODEL_ONNX_INTERNAL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "onnx/onnx_pb.h"
+#include "tensormem/model/onnx_model.h"
+
+namespace tensormem::onnx_internal {
+
+// Bytes per element of an ONNX data type; nullopt for strings and unknowns.
+std::optional<uint64_t> ElementBytes(int32_t data_type);
+
+// Builds the graph from a model whose shapes were inferred. `data_inputs`
+// names the graph inputs that are data; every other input and initializer is
+// a parameter.
+absl::StatusOr<ModelGraph> BuildModelGraph(
+    const onnx::ModelProto& model,
+    const absl::flat_hash_set<std::string>& data_inputs,
+    const OnnxLoadOptions& options, std::string_view source);
+
+}  // namespace tensormem::onnx_internal
+
+#endif  // TENSORMEM_MODEL_ONNX_INTERNAL_H_

@@ -1,0 +1,132 @@
+// The BFC allocator on cuda-vmm: the pool grows as one contiguous region,
+// shrinks from its end on garbage collection, and leaves no handle behind.
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_env.h"
+#include "gmock/gmock.h"
+#include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/cuda/cuda_vmm_sub_allocator.h"
+
+namespace tensormem {
+namespace {
+
+using ::testing::HasSubstr;
+
+class BfcOnCudaVmmTest : public CudaTest {
+ protected:
+  std::unique_ptr<BfcAllocator> MakeBfc(uint64_t limit, bool gc) {
+    CudaSubAllocatorParams params;
+    auto vmm = CudaVmmSubAllocator::Create(params);
+    EXPECT_TRUE(vmm.ok()) << vmm.status();
+    if (!vmm.ok()) return nullptr;
+    vmm_ = vmm->get();
+    BfcAllocator::Options options;
+    options.garbage_collection = gc;
+    options.allow_retry_on_failure = false;
+    options.log_failures = false;
+    return std::make_unique<BfcAllocator>(*std::move(vmm), limit, options);
+  }
+
+  CudaVmmSubAllocator* vmm_ = nullptr;
+};
+
+TEST_F(BfcOnCudaVmmTest, GrowthStaysOneContiguousRegion) {
+  auto bfc = MakeBfc(512 * kMiB, /*gc=*/false);
+  ASSERT_NE(bfc, nullptr);
+  std::vector<void*> blocks;
+  for (uint64_t bytes : {kMiB, 3 * kMiB, 6 * kMiB, 12 * kMiB, 30 * kMiB}) {
+    blocks.push_back(bfc->AllocateRaw(256, bytes));
+    ASSERT_NE(blocks.back(), nullptr);
+  }
+  EXPECT_GT(vmm_->handle_count(), 1u);  // grown several times...
+  EXPECT_EQ(bfc->RecordMemoryDump().regions.size(), 1u);  // ...as one region
+  EXPECT_EQ(bfc->GetStats()->pool_bytes, vmm_->mapped_bytes());
+  ASSERT_TRUE(bfc->CheckInvariants().ok());
+  // Freeing everything merges into one chunk across handle boundaries.
+  for (void* block : blocks) bfc->Deallocate(block);
+  void* big = bfc->AllocateRaw(256, vmm_->mapped_bytes() - 256);
+  EXPECT_EQ(big, vmm_->BaseAddress());
+  bfc->Deallocate(big);
+}
+
+TEST_F(BfcOnCudaVmmTest, GarbageCollectionShrinksFromTheEnd) {
+  auto bfc = MakeBfc(512 * kMiB, /*gc=*/true);
+  ASSERT_NE(bfc, nullptr);
+  void* low = bfc->AllocateRaw(256, kMiB);
+  std::vector<void*> high;
+  for (uint64_t bytes : {4 * kMiB, 8 * kMiB, 16 * kMiB}) {
+    high.push_back(bfc->AllocateRaw(256, bytes));
+  }
+  const uint64_t grown = vmm_->mapped_bytes();
+  const size_t handles = vmm_->handle_count();
+  for (void* block : high) bfc->Deallocate(block);
+  // `low` keeps the first piece; every piece after it is free.
+  ASSERT_TRUE(bfc->ReleaseFreeRegions());
+  EXPECT_LT(vmm_->mapped_bytes(), grown);
+  EXPECT_EQ(vmm_->handle_count(), 1u);
+  EXPECT_LT(vmm_->handle_count(), handles);
+  EXPECT_EQ(bfc->GetStats()->pool_bytes, vmm_->mapped_bytes());
+  if (OnFakeDriver()) {
+    EXPECT_EQ(fake_cuda_device_used(0), vmm_->mapped_bytes());
+  }
+  ASSERT_TRUE(bfc->CheckInvariants().ok());
+  EXPECT_FALSE(bfc->ReleaseFreeRegions());  // nothing left to give back
+  // It grows again, contiguously, when asked.
+  void* again = bfc->AllocateRaw(256, 8 * kMiB);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(bfc->RecordMemoryDump().regions.size(), 1u);
+  bfc->Deallocate(again);
+  bfc->Deallocate(low);
+}
+
+TEST_F(BfcOnCudaVmmTest, GarbageCollectionOnFailureFreesTheTail) {
+  TENSORMEM_FAKE_DRIVER_ONLY();
+  // Limit = the device (1 GiB). Pieces of 64, 128 and 256 MiB; with the last
+  // two free, 700 MiB fits neither the free chunk (384 MiB) nor the headroom
+  // (576 MiB): only once the free tail has gone back to the driver.
+  auto bfc = MakeBfc(kDeviceMemory, /*gc=*/true);
+  ASSERT_NE(bfc, nullptr);
+  void* keep = bfc->AllocateRaw(256, 64 * kMiB);
+  void* a = bfc->AllocateRaw(256, 100 * kMiB);
+  void* b = bfc->AllocateRaw(256, 200 * kMiB);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(vmm_->handle_count(), 3u);
+  bfc->Deallocate(a);
+  bfc->Deallocate(b);
+  void* big = bfc->AllocateRaw(256, 700 * kMiB);
+  ASSERT_NE(big, nullptr) << bfc->LastFailureReport();
+  EXPECT_EQ(fake_cuda_call_count("cuMemRelease"), 2);
+  EXPECT_EQ(big, static_cast<char*>(keep) + 64 * kMiB);  // still contiguous
+  EXPECT_EQ(bfc->RecordMemoryDump().regions.size(), 1u);
+  ASSERT_TRUE(bfc->CheckInvariants().ok());
+  bfc->Deallocate(big);
+  bfc->Deallocate(keep);
+}
+
+TEST_F(BfcOnCudaVmmTest, OutOfDeviceMemoryIsExplained) {
+  TENSORMEM_FAKE_DRIVER_ONLY();
+  auto bfc = MakeBfc(4 * kDeviceMemory, /*gc=*/false);  // limit > device
+  void* most = bfc->AllocateRaw(256, kDeviceMemory - 64 * kMiB);
+  ASSERT_NE(most, nullptr);
+  EXPECT_EQ(bfc->AllocateRaw(256, 128 * kMiB), nullptr);
+  EXPECT_THAT(vmm_->last_error().message(),
+              HasSubstr("CUDA_ERROR_OUT_OF_MEMORY"));
+  EXPECT_FALSE(bfc->LastFailureReport().empty());
+  bfc->Deallocate(most);
+}
+
+TEST_F(BfcOnCudaVmmTest, DestructionLeavesNoHandle) {
+  TENSORMEM_FAKE_DRIVER_ONLY();
+  {
+    auto bfc = MakeBfc(256 * kMiB, /*gc=*/false);
+    for (int i = 0; i < 6; ++i) bfc->AllocateRaw(256, (i + 1) * kMiB);
+    EXPECT_GT(fake_cuda_device_used(0), 0u);
+  }  // blocks still live: the allocator returns its whole pool
+  EXPECT_EQ(fake_cuda_device_used(0), 0u);
+  EXPECT_EQ(fake_cuda_call_count("cuMemCreate"),
+            fake_cuda_call_count("cuMemRelease"));
+}
+
+}  // namespace
+}  // namespace tensormem

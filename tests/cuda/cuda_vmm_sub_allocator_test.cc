@@ -1,0 +1,163 @@
+// cuda-vmm: reservation, contiguous growth, release, and clean-up after every
+// kind of driver failure.
+#include "tensormem/cuda/cuda_vmm_sub_allocator.h"
+
+#include <cstring>
+#include <string>
+
+#include "cuda/cuda_test_env.h"
+#include "gmock/gmock.h"
+
+namespace tensormem {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CudaVmmTest : public CudaTest {
+ protected:
+  std::unique_ptr<CudaVmmSubAllocator> Create(uint64_t reserve) {
+    CudaSubAllocatorParams params;
+    params.reserve_bytes = reserve;
+    auto vmm = CudaVmmSubAllocator::Create(params);
+    EXPECT_TRUE(vmm.ok()) << vmm.status();
+    return vmm.ok() ? *std::move(vmm) : nullptr;
+  }
+};
+
+TEST_F(CudaVmmTest, ReservesTwiceTheDeviceByDefault) {
+  auto vmm = Create(0);
+  ASSERT_NE(vmm, nullptr);
+  EXPECT_EQ(vmm->reserved_bytes(), 2 * *driver_->TotalMemory(0));
+  EXPECT_EQ(
+      reinterpret_cast<uintptr_t>(vmm->BaseAddress()) % vmm->granularity(), 0u);
+}
+
+TEST_F(CudaVmmTest, GrowsContiguouslyInGranules) {
+  auto vmm = Create(256 * kMiB);
+  ASSERT_NE(vmm, nullptr);
+  const uint64_t granule = vmm->granularity();
+  size_t first_size = 0, second_size = 0, third_size = 0;
+  char* first = static_cast<char*>(vmm->Alloc(256, granule, &first_size));
+  char* second = static_cast<char*>(vmm->Alloc(256, 1000, &second_size));
+  char* third = static_cast<char*>(vmm->Alloc(256, 3 * granule, &third_size));
+  ASSERT_NE(third, nullptr);
+  EXPECT_EQ(first, vmm->BaseAddress());
+  EXPECT_EQ(second, first + first_size);
+  EXPECT_EQ(second_size, granule);  // rounded up to a whole granule
+  EXPECT_EQ(third, second + second_size);
+  EXPECT_EQ(vmm->handle_count(), 3u);
+  EXPECT_EQ(vmm->mapped_bytes(), 5 * granule);
+  if (OnFakeDriver()) {
+    EXPECT_EQ(fake_cuda_device_used(0), 5 * granule);
+    std::memset(first, 7, first_size + second_size + third_size);  // mapped
+  }
+  // A hole below does not break contiguity at the top.
+  vmm->Free(second, second_size);
+  size_t fourth_size = 0;
+  char* fourth = static_cast<char*>(vmm->Alloc(256, granule, &fourth_size));
+  EXPECT_EQ(fourth, third + third_size);
+  if (OnFakeDriver()) EXPECT_EQ(fake_cuda_device_used(0), 5 * granule);
+}
+
+TEST_F(CudaVmmTest, FreeReturnsMemoryAndRejectsStrangers) {
+  auto vmm = Create(64 * kMiB);
+  size_t received = 0;
+  void* region = vmm->Alloc(256, 4 * kMiB, &received);
+  ASSERT_NE(region, nullptr);
+  vmm->Free(region, received / 2);  // wrong size: refused, region kept
+  EXPECT_EQ(vmm->failed_frees(), 1);
+  EXPECT_EQ(vmm->handle_count(), 1u);
+  vmm->Free(region, received);
+  EXPECT_EQ(vmm->handle_count(), 0u);
+  vmm->Free(region, received);  // twice
+  EXPECT_EQ(vmm->failed_frees(), 2);
+  if (OnFakeDriver()) EXPECT_EQ(fake_cuda_device_used(0), 0u);
+  EXPECT_EQ(vmm->Alloc(256, 4 * kMiB, &received), region);  // reused
+  vmm->Free(region, received);
+}
+
+TEST_F(CudaVmmTest, RunsOutOfReservationWithAClearError) {
+  auto vmm = Create(8 * kMiB);
+  size_t received = 0;
+  void* all = vmm->Alloc(256, 8 * kMiB, &received);
+  ASSERT_NE(all, nullptr);
+  EXPECT_EQ(vmm->Alloc(256, 1, &received), nullptr);
+  EXPECT_THAT(std::string(vmm->last_error().message()),
+              HasSubstr("do not fit in the reserved 8 MiB"));
+  vmm->Free(all, 8 * kMiB);
+}
+
+TEST_F(CudaVmmTest, RunsOutOfDeviceMemory) {
+  TENSORMEM_FAKE_DRIVER_ONLY();
+  auto vmm = Create(0);
+  size_t received = 0;
+  void* most = vmm->Alloc(256, kDeviceMemory - 2 * kMiB, &received);
+  ASSERT_NE(most, nullptr);
+  EXPECT_EQ(vmm->Alloc(256, 4 * kMiB, &received), nullptr);
+  EXPECT_EQ(vmm->last_error().message(),
+            "cuMemCreate(4 MiB, device 0): CUDA_ERROR_OUT_OF_MEMORY");
+  // The range was given back: what still fits goes right after `most`.
+  void* last = vmm->Alloc(256, 2 * kMiB, &received);
+  EXPECT_EQ(last, static_cast<char*>(most) + kDeviceMemory - 2 * kMiB);
+  vmm->Free(last, 2 * kMiB);
+  vmm->Free(most, kDeviceMemory - 2 * kMiB);
+}
+
+// Whatever step fails, nothing is leaked (the fixture checks at the end) and
+// the addresses are reused by the next attempt.
+TEST_F(CudaVmmTest, UndoesEveryStepOnFailure) {
+  TENSORMEM_FAKE_DRIVER_ONLY();
+  for (const char* failing : {"cuMemCreate", "cuMemMap", "cuMemSetAccess"}) {
+    SCOPED_TRACE(failing);
+    auto vmm = Create(64 * kMiB);
+    fake_cuda_fail_call(failing, 1, CUDA_ERROR_INVALID_VALUE);
+    size_t received = 0;
+    EXPECT_EQ(vmm->Alloc(256, 2 * kMiB, &received), nullptr);
+    EXPECT_THAT(std::string(vmm->last_error().message()), HasSubstr(failing));
+    EXPECT_EQ(fake_cuda_device_used(0), 0u);
+    void* retry = vmm->Alloc(256, 2 * kMiB, &received);
+    EXPECT_EQ(retry, vmm->BaseAddress());
+    vmm->Free(retry, received);
+  }
+}
+
+TEST_F(CudaVmmTest, GivesAccessToEveryDeviceAsked) {
+  TENSORMEM_FAKE_DRIVER_ONLY();
+  CudaSubAllocatorParams params;
+  params.reserve_bytes = 64 * kMiB;
+  params.access_devices = {0, 1};
+  auto vmm = CudaVmmSubAllocator::Create(params);
+  ASSERT_TRUE(vmm.ok());
+  fake_cuda_clear_call_log();
+  size_t received = 0;
+  void* region = (*vmm)->Alloc(256, 2 * kMiB, &received);
+  ASSERT_NE(region, nullptr);
+  EXPECT_THAT(std::string(fake_cuda_call_log()),
+              HasSubstr("cuMemSetAccess size=2097152 devices=2 -> "
+                        "CUDA_SUCCESS"));
+  params.access_devices = {0, 5};
+  auto bad = CudaVmmSubAllocator::Create(params);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ((*bad)->Alloc(256, 2 * kMiB, &received), nullptr);
+  EXPECT_THAT(std::string((*bad)->last_error().message()),
+              HasSubstr("CUDA_ERROR_INVALID_DEVICE"));
+}
+
+TEST_F(CudaVmmTest, DestructionReleasesHandlesThenTheReservation) {
+  TENSORMEM_FAKE_DRIVER_ONLY();
+  {
+    auto vmm = Create(64 * kMiB);
+    size_t received = 0;
+    ASSERT_NE(vmm->Alloc(256, 2 * kMiB, &received), nullptr);
+    ASSERT_NE(vmm->Alloc(256, 6 * kMiB, &received), nullptr);
+    fake_cuda_clear_call_log();
+  }
+  const std::string log = fake_cuda_call_log();
+  EXPECT_LT(log.find("cuMemUnmap"), log.find("cuMemRelease"));
+  EXPECT_LT(log.rfind("cuMemRelease"), log.find("cuMemAddressFree"));
+  EXPECT_EQ(fake_cuda_call_count("cuMemRelease"), 2);
+  EXPECT_EQ(fake_cuda_device_used(0), 0u);
+}
+
+}  // namespace
+}  // namespace tensormem

@@ -1,0 +1,105 @@
+// The fake CUDA driver's state, shared by its source files (not installed).
+//
+// Every entry point takes the one lock, logs itself, and may be told to fail
+// (fault injection) before it does anything.
+#ifndef TENSORMEM_TESTS_CUDA_FAKE_DRIVER_STATE_H_
+#define TENSORMEM_TESTS_CUDA_FAKE_DRIVER_STATE_H_
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace fake_cuda {
+
+inline constexpr uint64_t kGranularity = uint64_t{2} << 20;
+
+struct Device {
+  uint64_t total = 0;
+  uint64_t used = 0;
+  int primary_retains = 0;
+};
+
+enum class BlockKind { kDevice, kPinnedHost, kPool };
+struct Block {  // cuMemAlloc, cuMemHostAlloc and pool allocations
+  uint64_t size = 0;
+  uint64_t mapped = 0;  // bytes of the host mapping behind it
+  int device = 0;
+  BlockKind kind = BlockKind::kDevice;
+  uint64_t pool = 0;
+};
+struct Handle {  // cuMemCreate
+  uint64_t size = 0;
+  int device = 0;
+  int fd = -1;
+  int mappings = 0;
+};
+struct Mapping {  // cuMemMap
+  uint64_t size = 0;
+  uint64_t handle = 0;
+};
+struct Pool {
+  int device = 0;
+  uint64_t used = 0;
+  uint64_t reserved = 0;  // counted against the device
+  uint64_t release_threshold = 0;
+};
+
+struct State {
+  std::mutex mutex;
+  bool initialized = false;
+  std::vector<Device> devices;
+  uint64_t host_limit = uint64_t{16} << 30;
+  uint64_t host_used = 0;
+  std::map<uintptr_t, Block> blocks;
+  std::map<uintptr_t, uint64_t> reservations;  // start -> size
+  std::map<uint64_t, Handle> handles;
+  std::map<uintptr_t, Mapping> mappings;
+  std::map<uint64_t, Pool> pools;
+  std::map<uint64_t, bool> streams;  // id -> exists
+  std::map<uint64_t, bool> events;   // id -> recorded
+  uint64_t next_id = 1;
+  std::map<std::string, int> call_counts;
+  std::map<std::string, std::map<int, CUresult>> injected;  // name -> nth
+  std::string log;
+  std::string text;  // returned to callers
+};
+
+State& GetState();
+// The current thread's device, or -1 without a current context.
+int& CurrentDevice();
+
+// Counts and logs a call; returns the injected error, or CUDA_SUCCESS to go
+// on. `name` is the symbol name (a _v2 suffix is dropped).
+CUresult Enter(State& state, const char* name, const std::string& arguments);
+// Appends "-> <result>" to the call's log line and returns `result`.
+CUresult Leave(State& state, CUresult result);
+// CUDA_ERROR_NOT_INITIALIZED / CUDA_ERROR_INVALID_CONTEXT when the call
+// cannot run yet.
+CUresult RequireContext(State& state);
+bool ValidDevice(const State& state, int device);
+// Takes `bytes` of `device`'s memory; false when it does not have them.
+bool ChargeDevice(State& state, int device, uint64_t bytes);
+void* MapHost(uint64_t bytes);
+void UnmapHost(void* ptr, uint64_t bytes);
+const char* ErrorName(CUresult result);
+// Releases pool reserves above their threshold (at synchronisation).
+void TrimPoolsAtSync(State& state);
+void ReleaseEverything(State& state);
+
+}  // namespace fake_cuda
+
+// Every entry point starts with this: lock, log, maybe fail.
+#define FAKE_CUDA_ENTER(arguments)                                        \
+  ::fake_cuda::State& state = ::fake_cuda::GetState();                    \
+  std::lock_guard<std::mutex> lock(state.mutex);                          \
+  if (CUresult injected = ::fake_cuda::Enter(state, __func__, arguments); \
+      injected != CUDA_SUCCESS)                                           \
+    return ::fake_cuda::Leave(state, injected);
+
+#define FAKE_CUDA_RETURN(result) return ::fake_cuda::Leave(state, (result))
+
+#endif  // TENSORMEM_TESTS_CUDA_FAKE_DRIVER_STATE_H_
