@@ -27,8 +27,10 @@ class PyBfcAllocator {
     if (memory_limit == 0) {
       Raise(absl::StatusCode::kInvalidArgument, "memory_limit must be > 0");
     }
-    std::unique_ptr<SubAllocator> upstream = ValueOrRaise(CreateSubAllocator(
-        sub_allocator, capacity.value_or(memory_limit), /*coalescing=*/false));
+    SubAllocatorParams params;
+    params.capacity = capacity.value_or(memory_limit);
+    std::unique_ptr<SubAllocator> upstream =
+        ValueOrRaise(CreateSubAllocator(sub_allocator, params));
     base_ = static_cast<const char*>(upstream->BaseAddress());
     BfcAllocator::Options options;
     options.allow_growth = allow_growth;

@@ -115,41 +115,29 @@ uint64_t ByteSize(const py::handle& value, const std::string& key) {
   return static_cast<uint64_t>(bytes);
 }
 
-// The allocator of a replay from the keyword arguments of tensormem.replay.
-ReplayAllocatorConfig ConfigFromDict(const py::dict& options) {
-  ReplayAllocatorConfig config;
+// The allocator of a replay from the keyword arguments of tensormem.replay:
+// the allocator specification's keys (garbage_collection is accepted for gc).
+AllocatorSpec ConfigFromDict(const py::dict& options) {
+  AllocatorSpec config;
   for (const auto& [key_handle, value] : options) {
-    const std::string key = key_handle.cast<std::string>();
+    std::string key = key_handle.cast<std::string>();
     if (value.is_none()) continue;
-    if (key == "allocator") {
-      config.allocator = value.cast<std::string>();
-    } else if (key == "sub_allocator") {
-      config.sub_allocator = value.cast<std::string>();
-    } else if (key == "memory_limit") {
-      config.memory_limit = ByteSize(value, key);
-    } else if (key == "capacity") {
-      config.capacity = ByteSize(value, key);
-    } else if (key == "growth") {
-      config.growth = value.cast<bool>();
-    } else if (key == "garbage_collection") {
-      config.garbage_collection = value.cast<bool>();
-    } else if (key == "coalescing") {
-      config.coalescing = value.cast<bool>();
-    } else if (key == "fragmentation_fraction") {
-      config.fragmentation_fraction = value.cast<double>();
+    if (key == "garbage_collection") key = "gc";
+    std::string text;
+    if (py::isinstance<py::bool_>(value)) {
+      text = value.cast<bool>() ? "true" : "false";
+    } else if (py::isinstance<py::int_>(value)) {
+      text = std::to_string(ByteSize(value, key));
     } else {
-      Raise(absl::StatusCode::kInvalidArgument,
-            absl::StrCat("unknown allocator option '", key,
-                         "' (known: allocator, sub_allocator, memory_limit, "
-                         "capacity, growth, garbage_collection, coalescing, "
-                         "fragmentation_fraction)"));
+      text = py::str(value).cast<std::string>();
     }
+    RaiseIfError(SetAllocatorOption(config, key, text));
   }
   return config;
 }
 
 py::dict ReplayTrace(const Trace& trace, const py::dict& options, bool timing) {
-  const ReplayAllocatorConfig config = ConfigFromDict(options);
+  const AllocatorSpec config = ConfigFromDict(options);
   const PreparedTrace prepared = ValueOrRaise(PreparedTrace::Prepare(trace));
   ReplayTarget target = ValueOrRaise(CreateReplayTarget(config));
   absl::StatusOr<ReplayResult> replayed;
@@ -164,20 +152,20 @@ py::dict ReplayTrace(const Trace& trace, const py::dict& options, bool timing) {
     TimeReplay(prepared, fresh, result.metrics);
   }
   nlohmann::json json = ReplayMetricsToJson(result.metrics);
-  json["allocator_config"] = DescribeReplayAllocator(config);
+  json["allocator_config"] = DescribeAllocator(config);
   return ToPython(json);
 }
 
 py::dict WriteReplayReport(const Trace& trace, const std::string& path,
                            const std::string& title, const py::dict& options) {
-  const ReplayAllocatorConfig config = ConfigFromDict(options);
+  const AllocatorSpec config = ConfigFromDict(options);
   const PreparedTrace prepared = ValueOrRaise(PreparedTrace::Prepare(trace));
   ReplayTarget target = ValueOrRaise(CreateReplayTarget(config));
   const ReplayResult result =
       ValueOrRaise(Replay(prepared, target,
                           {.record_placement = true,
                            .max_timeline_samples = kReportTimelineSamples}));
-  const std::string description = DescribeReplayAllocator(config);
+  const std::string description = DescribeAllocator(config);
   RaiseIfError(
       WriteHtmlFile(path, RenderReplayHtml(result, title, description)));
   nlohmann::json json = ReplayMetricsToJson(result.metrics);

@@ -1,6 +1,8 @@
 // CreateAllocator: an allocator from its specification.
 #include <algorithm>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "tensormem/alloc/allocator_spec.h"
 #include "tensormem/alloc/limiting_allocator.h"
 #include "tensormem/alloc/policy_registry.h"
@@ -10,6 +12,12 @@
 
 namespace tensormem {
 namespace {
+
+// Errors of a part, prefixed with the option that chose it.
+absl::Status Named(std::string_view key, const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat(std::string(key), ": ", status.message()));
+}
 
 absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
                                          uint64_t limit,
@@ -21,23 +29,25 @@ absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
   // nature, and refuse a request they cannot honour.
   params.coalescing = spec.sub_allocator == "simulated" &&
                       spec.coalescing.value_or(spec.policy != "tf");
-  TM_ASSIGN_OR_RETURN(std::unique_ptr<SubAllocator> upstream,
-                      CreateSubAllocator(spec.sub_allocator, params));
+  absl::StatusOr<std::unique_ptr<SubAllocator>> upstream =
+      CreateSubAllocator(spec.sub_allocator, params);
+  if (!upstream.ok()) return Named("sub_allocator", upstream.status());
 
   PolicyEnvironment environment;
   environment.memory_limit = limit;
   environment.allow_growth = spec.growth;
-  environment.upstream_coalesces = upstream->SupportsCoalescing();
+  environment.upstream_coalesces = (*upstream)->SupportsCoalescing();
   environment.fragmentation_fraction = spec.fragmentation_fraction;
   environment.granule = spec.granule;
-  TM_ASSIGN_OR_RETURN(std::unique_ptr<AllocationPolicy> policy,
-                      CreatePolicy(spec.policy, environment, spec.config));
+  absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
+      CreatePolicy(spec.policy, environment, spec.config);
+  if (!policy.ok()) return Named("policy", policy.status());
 
   options.allow_growth = spec.growth;
   options.garbage_collection = spec.garbage_collection;
   options.fragmentation_fraction = spec.fragmentation_fraction;
   auto bfc = std::make_unique<BfcAllocator>(
-      std::move(upstream), limit, std::move(options), std::move(policy));
+      *std::move(upstream), limit, std::move(options), *std::move(policy));
   BuiltAllocator built;
   built.bfc = bfc.get();
   built.allocator = std::move(bfc);

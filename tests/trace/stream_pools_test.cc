@@ -13,7 +13,8 @@ namespace {
 using ::testing::HasSubstr;
 
 absl::StatusOr<ReplayTarget> MakeBfc() {
-  ReplayAllocatorConfig config;
+  AllocatorSpec config;
+  config.policy = "tf";
   config.memory_limit = kGiB;
   config.capacity = kGiB;
   return CreateReplayTarget(config);
