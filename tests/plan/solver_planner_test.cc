@@ -128,7 +128,7 @@ TEST(OptimalPlannerTest, CapacityBelowTheLowerBoundFailsWithoutSearching) {
   ASSERT_TRUE(problem.ok());
   solver_internal::BuildOverlaps(*problem);
   solver_internal::FeasibilitySearch search(
-      *problem, solver_internal::StaticOrderRanks(*problem, 0));
+      *problem, 0);
   EXPECT_EQ(search.Run(bound - 1, {}),
             solver_internal::SearchOutcome::kInfeasible);
   EXPECT_EQ(search.nodes(), 0u);

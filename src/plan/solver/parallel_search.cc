@@ -5,8 +5,6 @@
 #include <mutex>
 #include <thread>
 
-#include "plan/solver/static_orders.h"
-
 namespace tensormem::solver_internal {
 
 FeasibilityAnswer RunFeasibility(const Problem& problem,
@@ -20,8 +18,7 @@ FeasibilityAnswer RunFeasibility(const Problem& problem,
     while (!stop.load()) {
       const size_t k = next_order.fetch_add(1);
       if (k >= request.orders.size()) return;
-      FeasibilitySearch search(problem,
-                               StaticOrderRanks(problem, request.orders[k]));
+      FeasibilitySearch search(problem, request.orders[k]);
       const SearchOutcome outcome =
           search.Run(request.capacity, {.node_limit = request.node_limit,
                                         .deadline = request.deadline,
