@@ -100,5 +100,50 @@ TEST(SolverSoundnessTest, GeneratedHardInstancesAreNeverCut) {
   }
 }
 
+BufferSet ReadBundled(const std::string& relative) {
+  absl::StatusOr<BufferSet> set =
+      ReadBufferSetCsv(std::string(TENSORMEM_SOURCE_DIR) + "/data/" + relative);
+  EXPECT_TRUE(set.ok()) << set.status();
+  return set.ok() ? *set : BufferSet{};
+}
+
+TEST(SolverSoundnessTest, PlansOfTheChallengingSetsAreNeverCut) {
+  // The planner's own plan, replayed under every other order and tie rule.
+  for (const char* name : {"A", "C", "E", "F"}) {
+    const BufferSet set = ReadBundled(std::string("minimalloc/challenging/") +
+                                      name + ".1048576.csv");
+    OptimalPlanOptions options;
+    options.capacity = 1048576;
+    options.time_limit_seconds = 60;
+    absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+    ASSERT_TRUE(result.ok()) << name << ": " << result.status();
+    std::vector<uint64_t> offsets;
+    for (const Buffer& b : result->placed.buffers) offsets.push_back(*b.offset);
+    ExpectEveryOrderAccepts(set, offsets, 1048576, kBaseOrderCount + 2,
+                            std::string("challenging ") + name);
+  }
+}
+
+TEST(SolverSoundnessTest, GreedyPlansOfRealSetsAreNeverCut) {
+  // A greedy plan is a known packing at its own total size.
+  for (const char* path :
+       {"idealloc/iree/iree_mobilenet.csv",
+        "idealloc/somas_tensors/resnet50.csv", "models/resnet18.buffers.csv",
+        "models/mobilenet_v2.buffers.csv"}) {
+    BufferSet set = ReadBundled(path);
+    for (Buffer& b : set.buffers) b.offset.reset();
+    absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(set);
+    ASSERT_TRUE(records.ok()) << path << ": " << records.status();
+    absl::StatusOr<OffsetsAssignment> greedy = GreedyBySizeOffsets(*records);
+    ASSERT_TRUE(greedy.ok()) << path << ": " << greedy.status();
+    uint64_t total = 0;
+    for (size_t i = 0; i < set.buffers.size(); ++i) {
+      if (set.buffers[i].size > 0)
+        total = std::max(total, greedy->offsets[i] + set.buffers[i].size);
+    }
+    ExpectEveryOrderAccepts(set, greedy->offsets, total, kBaseOrderCount, path);
+  }
+}
+
 }  // namespace
 }  // namespace tensormem::solver_internal

@@ -45,6 +45,12 @@ FeasibilitySearch::FeasibilitySearch(const Problem& problem, int order,
   contention_.resize(n);
 }
 
+FeasibilitySearch::FeasibilitySearch(const Problem& problem,
+                                     std::vector<int> rank)
+    : FeasibilitySearch(problem, 0, /*rerank_parts=*/false) {
+  rank_ = std::move(rank);
+}
+
 SearchOutcome FeasibilitySearch::Run(uint64_t capacity,
                                      const SearchLimits& limits) {
   capacity_ = capacity;
@@ -199,14 +205,9 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
   candidates.clear();
   for (int i = 0; i < count; ++i) {
     const int u = active[i];
-    const uint64_t lowest = lowest_offset_[u];
-    // Touching (lowest >= current), undominated (below lowest_top) and, at the
-    // current offset, after the last placed buffer in rank (one order per
-    // packing).
-    if (lowest < current_offset || lowest >= lowest_top) continue;
-    if (lowest == current_offset && rank_[u] < last_rank) continue;
-    if (guide_ != nullptr && (*guide_)[u] != lowest) continue;
-    candidates.push_back(u);
+    if (CandidateRule(u, current_offset, last_rank, lowest_top) ==
+        PruneRule::kNone)
+      candidates.push_back(u);
   }
   if (guide_ != nullptr && candidates.empty()) {
     int next = active[0];  // the guide's next buffer in (offset, rank) order
@@ -216,7 +217,7 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
           ((*guide_)[u] == (*guide_)[next] && rank_[u] < rank_[next]))
         next = u;
     }
-    return Reject(GuideMissReason(next, current_offset, last_rank, lowest_top));
+    return Reject(CandidateRule(next, current_offset, last_rank, lowest_top));
   }
   // Lowest offset first: the tightest spot decides the most.
   std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
@@ -301,14 +302,18 @@ void FeasibilitySearch::RerankPart(const int* part, int count,
     rank_[part_order_[position]] = position;
 }
 
-PruneRule FeasibilitySearch::GuideMissReason(int b, uint64_t current_offset,
-                                             int last_rank,
-                                             uint64_t lowest_top) const {
-  const uint64_t lowest = lowest_offset_[b];
-  if (lowest != (*guide_)[b] || lowest < current_offset ||
-      (lowest == current_offset && rank_[b] < last_rank))
+PruneRule FeasibilitySearch::CandidateRule(int u, uint64_t current_offset,
+                                           int last_rank,
+                                           uint64_t lowest_top) const {
+  const uint64_t lowest = lowest_offset_[u];
+  // Touching (lowest >= current) and, at the current offset, after the last
+  // placed buffer in rank (one order per packing); undominated (below
+  // lowest_top); in guided mode, at its guide offset.
+  if (lowest < current_offset ||
+      (lowest == current_offset && rank_[u] < last_rank))
     return PruneRule::kCanonical;
   if (lowest >= lowest_top) return PruneRule::kDominance;
+  if (guide_ != nullptr && (*guide_)[u] != lowest) return PruneRule::kCanonical;
   return PruneRule::kNone;
 }
 

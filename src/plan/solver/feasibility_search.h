@@ -75,6 +75,9 @@ class FeasibilitySearch {
   // contention = floor + unplaced bytes of its sections).
   FeasibilitySearch(const Problem& problem, int order,
                     bool rerank_parts = true);
+  // Candidates in the given rank order (a permutation of 0..n-1), one for
+  // the whole problem: to replay a known packing's order, for diagnostics.
+  FeasibilitySearch(const Problem& problem, std::vector<int> rank);
 
   // Restricts the search to buffers at these offsets (per problem buffer),
   // which must form a valid packing; null lifts it. The pointer must outlive
@@ -121,9 +124,9 @@ class FeasibilitySearch {
   // their unplaced contention; the old ranks go to `saved`.
   void RerankPart(const int* part, int count,
                   std::vector<std::pair<int, int>>& saved);
-  // Guided mode: why `b` (at its guide offset) is not among the candidates.
-  PruneRule GuideMissReason(int b, uint64_t current_offset, int last_rank,
-                            uint64_t lowest_top) const;
+  // Which rule keeps `u` from being a candidate (kNone: it is one).
+  PruneRule CandidateRule(int u, uint64_t current_offset, int last_rank,
+                          uint64_t lowest_top) const;
 
   const Problem& problem_;
   const int order_;
