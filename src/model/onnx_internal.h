@@ -18,6 +18,15 @@ namespace tensormem::onnx_internal {
 // Bytes per element of an ONNX data type; nullopt for strings and unknowns.
 std::optional<uint64_t> ElementBytes(int32_t data_type);
 
+// Runs ONNX shape inference with data propagation; nodes whose int64 outputs
+// it computed (shape arithmetic) become Constant nodes and inference runs
+// again, so that Reshape, Slice, Resize... see the values. Returns how many
+// nodes were turned into constants. `strict` makes node-level inference
+// errors fatal.
+absl::StatusOr<int> InferShapesThroughShapeArithmetic(onnx::ModelProto& model,
+                                                      bool strict,
+                                                      std::string_view source);
+
 // Builds the graph from a model whose shapes were inferred. `data_inputs`
 // names the graph inputs that are data; every other input and initializer is
 // a parameter.

@@ -1,8 +1,7 @@
 // Loading an ONNX model: parse, check what this front end supports, bind the
-// data inputs' shapes, run ONNX shape inference, then build the graph
-// (onnx_graph.cc).
+// data inputs' shapes, run ONNX shape inference (onnx_shape_folding.cc), then
+// build the graph (onnx_graph.cc).
 #include <climits>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,7 +14,6 @@
 #include "absl/strings/str_join.h"
 #include "model/onnx_internal.h"
 #include "onnx/defs/schema.h"
-#include "onnx/shape_inference/implementation.h"
 #include "tensormem/core/status_macros.h"
 #include "tensormem/model/onnx_model.h"
 
@@ -219,20 +217,6 @@ absl::StatusOr<absl::flat_hash_set<std::string>> BindDataInputs(
   return data;
 }
 
-absl::Status InferShapes(onnx::ModelProto& model, bool strict,
-                         std::string_view source) {
-  try {
-    onnx::ShapeInferenceOptions options(/*check_type_val=*/false,
-                                        /*strict_mode_val=*/strict ? 1 : 0,
-                                        /*data_prop_val=*/true);
-    onnx::shape_inference::InferShapes(
-        model, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception& e) {
-    return Invalid(source, std::string("shape inference failed: ") + e.what());
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<ModelGraph> LoadOnnxModelFromBytes(
@@ -259,7 +243,9 @@ absl::StatusOr<ModelGraph> LoadOnnxModelFromBytes(
       CheckExternalData(model.graph(), options.external_data_dir, source));
   TM_ASSIGN_OR_RETURN(const absl::flat_hash_set<std::string> data_inputs,
                       BindDataInputs(*model.mutable_graph(), options, source));
-  TM_RETURN_IF_ERROR(InferShapes(model, !options.skip_unknown, source));
+  TM_RETURN_IF_ERROR(onnx_internal::InferShapesThroughShapeArithmetic(
+                         model, !options.skip_unknown, source)
+                         .status());
   TM_ASSIGN_OR_RETURN(
       ModelGraph graph,
       onnx_internal::BuildModelGraph(model, data_inputs, options, source));

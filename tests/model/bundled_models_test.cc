@@ -71,6 +71,29 @@ TEST(BundledModelsTest, AgreesWithTheTorchFxBufferSets) {
   }
 }
 
+// The exporter computes ViT's attention slices and DeepLab's resize sizes
+// from Shape nodes; the bundled files had them folded at export, the
+// unfolded exports (tests/data/onnx) leave them to the loader. Same buffers.
+TEST(BundledModelsTest, UnfoldedExportsGiveTheSameBuffers) {
+  for (const char* name : {"vit_b_16", "deeplabv3_mobilenet_v3"}) {
+    SCOPED_TRACE(name);
+    OnnxLoadOptions options;
+    options.fuse_activations = true;
+    absl::StatusOr<ModelGraph> unfolded = LoadOnnxModel(
+        std::string(TENSORMEM_TEST_DATA) + "/onnx/" + name + ".unfolded.onnx",
+        options);
+    ASSERT_TRUE(unfolded.ok()) << unfolded.status();
+    const BufferSet expected = ModelBufferSet(LoadBundled(name, true));
+    const BufferSet actual = ModelBufferSet(*unfolded);
+    ASSERT_EQ(actual.buffers.size(), expected.buffers.size());
+    for (size_t i = 0; i < actual.buffers.size(); ++i) {
+      EXPECT_EQ(actual.buffers[i].size, expected.buffers[i].size) << i;
+      EXPECT_EQ(actual.buffers[i].lower, expected.buffers[i].lower) << i;
+      EXPECT_EQ(actual.buffers[i].upper, expected.buffers[i].upper) << i;
+    }
+  }
+}
+
 TEST(BundledModelsTest, EveryModelGivesValidSetsAndGraphs) {
   for (const char* name : kModels) {
     SCOPED_TRACE(name);

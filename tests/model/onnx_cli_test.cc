@@ -74,6 +74,27 @@ TEST(OnnxCliTest, ConvertWritesBufferSetsAndGraphs) {
   EXPECT_EQ(json["tensors"], graph->tensors.size());
 }
 
+// The written graph is the model's graph: the arena planner places both alike.
+TEST(OnnxCliTest, ConvertedGraphPlansLikeTheModel) {
+  const std::string dir = FreshDirectory("onnx_graph");
+  const std::string graph = dir + "/inception.json";
+  ASSERT_EQ(RunTensormem("convert data/onnx/inception_v3.onnx " + graph +
+                         " --fuse-activations")
+                .exit_code,
+            0);
+  for (const char* planner : {"greedy", "queue"}) {
+    SCOPED_TRACE(planner);
+    const nlohmann::json from_model =
+        RunJson(std::string("arena data/onnx/inception_v3.onnx "
+                            "--fuse-activations --json --planner ") +
+                planner);
+    const nlohmann::json from_graph =
+        RunJson("arena " + graph + " --json --planner " + planner);
+    EXPECT_EQ(from_model["high_water_mark"], from_graph["high_water_mark"]);
+    EXPECT_EQ(from_model["offsets"], from_graph["offsets"]);
+  }
+}
+
 TEST(OnnxCliTest, BadInputsAndFlags) {
   const std::string dir = FreshDirectory("onnx_bad");
   std::ifstream in(std::string(TENSORMEM_SOURCE_DIR) + "/" + kMobileNet,

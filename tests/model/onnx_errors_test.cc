@@ -133,6 +133,29 @@ TEST(OnnxErrorsTest, ZeroStridesAreRefusedBeforeShapeInference) {
                         "positive"));
 }
 
+// Found by mutating the bundled graphs: a Shape node with no input, and one
+// whose input has no type (ONNX 1.12's data propagation crashed on it).
+TEST(OnnxErrorsTest, ShapeNodesWithoutUsableInputs) {
+  onnx::ModelProto no_input = ReluModel();
+  AddNode(no_input, "Shape", {}, {"s"});
+  AddNode(no_input, "Reshape", {"y", "s"}, {"z"});
+  AddOutput(no_input, "z");
+  EXPECT_THAT(ErrorOf(Bytes(no_input)), StartsWith("bad.onnx: "));
+
+  onnx::ModelProto untyped = ReluModel();
+  onnx::OperatorSetIdProto* custom = untyped.add_opset_import();
+  custom->set_domain("com.example");
+  custom->set_version(1);
+  AddNode(untyped, "Mystery", {"y"}, {"m"})->set_domain("com.example");
+  AddNode(untyped, "Shape", {"m"}, {"s"});
+  AddNode(untyped, "Reshape", {"y", "s"}, {"z"});
+  AddOutput(untyped, "z");
+  EXPECT_THAT(ErrorOf(Bytes(untyped)), HasSubstr("no known size"));
+  OnnxLoadOptions skip;
+  skip.skip_unknown = true;
+  EXPECT_EQ(ErrorOf(Bytes(untyped), skip), "");
+}
+
 TEST(OnnxErrorsTest, DanglingAndDuplicateTensors) {
   onnx::ModelProto dangling = ReluModel();
   AddNode(dangling, "Add", {"y", "ghost"}, {"z"})->set_name("adder");

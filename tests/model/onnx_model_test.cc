@@ -168,6 +168,33 @@ TEST(OnnxModelTest, InputShapeBindsDynamicDimensions) {
               HasSubstr("no graph input is named 'nope'; inputs: x"));
 }
 
+// y = x[:, :, :width / 2] with the bound computed from Shape(x): ONNX's own
+// inference leaves Slice's output unknown; the loader evaluates the chain.
+TEST(OnnxModelTest, ShapeArithmeticFollowsTheBoundInput) {
+  onnx::ModelProto model = EmptyModel();
+  AddInput(model, "x", {-1, 6, 4});
+  AddInt64Initializer(model, "axis2", {2});
+  AddInt64Initializer(model, "zero", {0});
+  onnx::TensorProto* two = model.mutable_graph()->add_initializer();
+  two->set_name("two");
+  two->set_data_type(onnx::TensorProto::INT64);
+  two->add_int64_data(2);  // a scalar
+  AddNode(model, "Shape", {"x"}, {"shape"});
+  AddNode(model, "Gather", {"shape", "two"}, {"width"});   // scalar 4
+  AddNode(model, "Div", {"width", "two"}, {"half"});       // scalar 2
+  AddNode(model, "Unsqueeze", {"half", "zero"}, {"end"});  // [2]
+  AddNode(model, "Slice", {"x", "zero", "end", "axis2"}, {"y"});
+  AddNode(model, "Relu", {"y"}, {"z"});
+  AddOutput(model, "z");
+  OnnxLoadOptions options;
+  options.input_shapes = {{"x", {3, 6, 4}}};
+  absl::StatusOr<ModelGraph> loaded = Load(model, options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_EQ(loaded->buffers.size(), 2);
+  EXPECT_EQ(loaded->buffers[0].bytes, 3 * 6 * 2 * 4);
+  EXPECT_EQ(loaded->folded_nodes, 4);
+}
+
 TEST(OnnxModelTest, NamedInputsMakeTheOtherInputsParameters) {
   onnx::ModelProto model = EmptyModel();
   AddInput(model, "x", {2, 8});

@@ -76,7 +76,7 @@ TEST(SolverBruteForceTest, SearchFindsExactlyTheOptimumForEveryOrder) {
     ASSERT_TRUE(problem.ok()) << problem.status();
     BuildOverlaps(*problem);
     for (int order = 0; order < kBaseOrderCount + 2; ++order) {
-      FeasibilitySearch search(*problem, StaticOrderRanks(*problem, order));
+      FeasibilitySearch search(*problem, order);
       ASSERT_EQ(search.Run(optimum, {}), SearchOutcome::kFound)
           << "trial " << trial << " order " << order << " optimum " << optimum;
       BufferSet placed = set;
@@ -147,7 +147,7 @@ TEST(SolverBruteForceTest, NeverRejectsAPackingWithFullSections) {
     ASSERT_TRUE(problem.ok()) << problem.status();
     BuildOverlaps(*problem);
     for (int order = 0; order < kBaseOrderCount; ++order) {
-      FeasibilitySearch search(*problem, StaticOrderRanks(*problem, order));
+      FeasibilitySearch search(*problem, order);
       const SearchOutcome outcome = search.Run(256, {.node_limit = 20000});
       ASSERT_NE(outcome, SearchOutcome::kInfeasible)
           << "trial " << trial << " order " << order << " ("

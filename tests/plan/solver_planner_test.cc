@@ -127,8 +127,7 @@ TEST(OptimalPlannerTest, CapacityBelowTheLowerBoundFailsWithoutSearching) {
       solver_internal::BuildProblem(set, 1);
   ASSERT_TRUE(problem.ok());
   solver_internal::BuildOverlaps(*problem);
-  solver_internal::FeasibilitySearch search(
-      *problem, solver_internal::StaticOrderRanks(*problem, 0));
+  solver_internal::FeasibilitySearch search(*problem, 0);
   EXPECT_EQ(search.Run(bound - 1, {}),
             solver_internal::SearchOutcome::kInfeasible);
   EXPECT_EQ(search.nodes(), 0u);

@@ -22,6 +22,8 @@ reject it. That is the point: planning memory needs shapes and order only.
 Example:
   /usr/bin/python3 tools/onnx/export_models.py --out data/onnx
   /usr/bin/python3 tools/onnx/export_models.py --models mobilenet_v2 --out /tmp
+  /usr/bin/python3 tools/onnx/export_models.py --models vit_b_16 \
+      --no-fold-shapes --out /tmp   # then rename to *.unfolded.onnx
 """
 
 import argparse
@@ -200,7 +202,7 @@ def strip_weights(model):
     return stripped
 
 
-def export(name, out_dir):
+def export(name, out_dir, fold_shapes=True):
     constructor, resolution = MODELS[name]
     torch.manual_seed(0)
     model = _MainOutput(constructor()).eval()
@@ -212,7 +214,7 @@ def export(name, out_dir):
                       do_constant_folding=True, input_names=["input"],
                       output_names=["output"])
     proto = onnx.load_from_string(buffer.getvalue())
-    folded = fold_shape_arithmetic(proto)
+    folded = fold_shape_arithmetic(proto) if fold_shapes else 0
     stripped = strip_weights(proto)
     shorten_tensor_names(proto)
     proto.producer_name = "tensormem tools/onnx/export_models.py"
@@ -230,12 +232,15 @@ def main():
     parser.add_argument("--models", default=",".join(MODELS),
                         help="comma-separated names (default: all)")
     parser.add_argument("--out", default="data/onnx", help="output directory")
+    parser.add_argument("--no-fold-shapes", action="store_true",
+                        help="keep the exporter's shape arithmetic (the test "
+                             "files tests/data/onnx/*.unfolded.onnx)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for name in args.models.split(","):
         if name not in MODELS:
             parser.error(f"unknown model '{name}'; known: {', '.join(MODELS)}")
-        export(name, args.out)
+        export(name, args.out, fold_shapes=not args.no_fold_shapes)
 
 
 if __name__ == "__main__":

@@ -2,13 +2,37 @@
 
 #include <algorithm>
 
+#include "plan/solver/static_orders.h"
 #include "tensormem/core/checked_math.h"
 
 namespace tensormem::solver_internal {
 
-FeasibilitySearch::FeasibilitySearch(const Problem& problem,
-                                     std::vector<int> rank)
-    : problem_(problem), rank_(std::move(rank)) {
+const char* PruneRuleName(PruneRule rule) {
+  switch (rule) {
+    case PruneRule::kNone:
+      return "none";
+    case PruneRule::kWaiting:
+      return "waiting buffers";
+    case PruneRule::kSections:
+      return "sections (staircase)";
+    case PruneRule::kPlace:
+      return "placement overfills";
+    case PruneRule::kDominance:
+      return "dominance";
+    case PruneRule::kCanonical:
+      return "canonical order (touching, rank)";
+    case PruneRule::kHatless:
+      return "hatless candidates";
+  }
+  return "unknown";
+}
+
+FeasibilitySearch::FeasibilitySearch(const Problem& problem, int order,
+                                     bool rerank_parts)
+    : problem_(problem),
+      order_(order),
+      rerank_parts_(rerank_parts),
+      rank_(StaticOrderRanks(problem, order)) {
   const size_t n = problem.buffers.size();
   // Each level either places a buffer or splits the list into smaller parts,
   // so the recursion is at most 2n + 1 deep; sizing the per-depth pools once
@@ -17,6 +41,14 @@ FeasibilitySearch::FeasibilitySearch(const Problem& problem,
   candidates_.resize(2 * n + 3);
   cuts_.resize(2 * n + 3);
   by_reach_.resize(2 * n + 3);
+  saved_ranks_.resize(2 * n + 3);
+  contention_.resize(n);
+}
+
+FeasibilitySearch::FeasibilitySearch(const Problem& problem,
+                                     std::vector<int> rank)
+    : FeasibilitySearch(problem, 0, /*rerank_parts=*/false) {
+  rank_ = std::move(rank);
 }
 
 SearchOutcome FeasibilitySearch::Run(uint64_t capacity,
@@ -27,6 +59,8 @@ SearchOutcome FeasibilitySearch::Run(uint64_t capacity,
   limits_ = limits;
   nodes_ = 0;
   stopped_ = false;
+  deepest_ = 0;
+  deepest_rejection_ = PruneRule::kNone;
   const size_t n = problem_.buffers.size();
   floor_.assign(problem_.num_sections, 0);
   stacked_.assign(problem_.num_sections, 0);
@@ -65,12 +99,24 @@ bool FeasibilitySearch::ShouldStop() {
   return stopped_;
 }
 
+SearchOutcome FeasibilitySearch::Reject(PruneRule rule) {
+  if (static_cast<int>(placements_.size()) >= deepest_) {
+    deepest_ = placements_.size();
+    deepest_rejection_ = rule;
+  }
+  return SearchOutcome::kInfeasible;
+}
+
 SearchOutcome FeasibilitySearch::Search(const int* active, int count,
                                         uint64_t current_offset, int last_rank,
                                         int depth,
                                         const std::vector<int>* reach_hint) {
   if (ShouldStop()) return SearchOutcome::kStopped;
   if (count == 0) return SearchOutcome::kFound;
+  if (static_cast<int>(placements_.size()) > deepest_) {
+    deepest_ = placements_.size();
+    deepest_rejection_ = PruneRule::kNone;
+  }
   const std::vector<SolverBuffer>& buffers = problem_.buffers;
 
   // Time cuts that no unplaced buffer spans split the work into independent
@@ -109,7 +155,7 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
     if (lowest > current_offset ||
         (lowest == current_offset && rank_[u] > last_rank))
       continue;
-    if (unplaced_neighbours_[u] == 0) return SearchOutcome::kInfeasible;
+    if (unplaced_neighbours_[u] == 0) return Reject(PruneRule::kWaiting);
     uint64_t landing = UINT64_MAX;
     for (const int v : problem_.overlaps[u]) {
       if (!placed_[v])
@@ -148,24 +194,30 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
   for (const int u : by_reach) {
     const SolverBuffer& b = buffers[u];
     const uint64_t lowest = reach_[u];
-    if (lowest + b.size > capacity_) return SearchOutcome::kInfeasible;
+    if (lowest + b.size > capacity_) return Reject(PruneRule::kSections);
     for (int s = b.section_begin; s < b.section_end; ++s) {
       stacked[s] += b.padded;
       if (lowest + stacked[s] > padded_capacity_)
-        return SearchOutcome::kInfeasible;
+        return Reject(PruneRule::kSections);
     }
   }
   std::vector<int>& candidates = candidates_[depth];
   candidates.clear();
   for (int i = 0; i < count; ++i) {
     const int u = active[i];
-    const uint64_t lowest = lowest_offset_[u];
-    // Touching (lowest >= current), undominated (below lowest_top) and, at the
-    // current offset, after the last placed buffer in rank (one order per
-    // packing).
-    if (lowest < current_offset || lowest >= lowest_top) continue;
-    if (lowest == current_offset && rank_[u] < last_rank) continue;
-    candidates.push_back(u);
+    if (CandidateRule(u, current_offset, last_rank, lowest_top) ==
+        PruneRule::kNone)
+      candidates.push_back(u);
+  }
+  if (guide_ != nullptr && candidates.empty()) {
+    int next = active[0];  // the guide's next buffer in (offset, rank) order
+    for (int i = 1; i < count; ++i) {
+      const int u = active[i];
+      if ((*guide_)[u] < (*guide_)[next] ||
+          ((*guide_)[u] == (*guide_)[next] && rank_[u] < rank_[next]))
+        next = u;
+    }
+    return Reject(CandidateRule(next, current_offset, last_rank, lowest_top));
   }
   // Lowest offset first: the tightest spot decides the most.
   std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
@@ -185,13 +237,18 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
       const SearchOutcome outcome = Search(child.data(), count - 1, offset,
                                            rank_[b], depth + 1, &by_reach);
       if (outcome != SearchOutcome::kInfeasible) return outcome;
+    } else {
+      Reject(PruneRule::kPlace);
     }
     UndoLastPlacement();
     if (stopped_) return SearchOutcome::kStopped;
     // With no unplaced buffer live beside it, `b` sits at its final lowest
     // spot in every packing of the rest, so it precedes every later candidate
     // in (offset, rank) order: those branches would fail the same way.
-    if (unplaced_neighbours_[b] == 0) break;
+    if (unplaced_neighbours_[b] == 0) {
+      if (b != candidates.back()) Reject(PruneRule::kHatless);
+      break;
+    }
   }
   return SearchOutcome::kInfeasible;
 }
@@ -201,19 +258,63 @@ SearchOutcome FeasibilitySearch::SearchComponents(
     uint64_t current_offset, int last_rank, int depth,
     const std::vector<int>* reach_hint) {
   const size_t mark = placements_.size();
+  std::vector<std::pair<int, int>>& saved = saved_ranks_[depth];
+  saved.clear();
+  SearchOutcome outcome = SearchOutcome::kFound;
   int begin = 0;
-  for (size_t c = 0; c <= cuts.size(); ++c) {
+  for (size_t c = 0; c <= cuts.size() && outcome == SearchOutcome::kFound;
+       ++c) {
     const int end = c < cuts.size() ? cuts[c] : count;
-    const SearchOutcome outcome =
-        Search(active + begin, end - begin, current_offset, last_rank,
-               depth + 1, reach_hint);
-    if (outcome != SearchOutcome::kFound) {
-      UndoTo(mark);
-      return outcome;
+    // Each part is a problem of its own: re-ranked by how full its sections
+    // still are, it starts a fresh tie order (any rank is valid after the
+    // offset of the last placement, which every part's packings respect).
+    int part_last_rank = last_rank;
+    if (rerank_parts_) {
+      RerankPart(active + begin, end - begin, saved);
+      part_last_rank = -1;
     }
+    outcome = Search(active + begin, end - begin, current_offset,
+                     part_last_rank, depth + 1, reach_hint);
     begin = end;
   }
-  return SearchOutcome::kFound;
+  for (const auto& [buffer, rank] : saved) rank_[buffer] = rank;
+  if (outcome != SearchOutcome::kFound) UndoTo(mark);
+  return outcome;
+}
+
+void FeasibilitySearch::RerankPart(const int* part, int count,
+                                   std::vector<std::pair<int, int>>& saved) {
+  part_order_.assign(part, part + count);
+  for (const int u : part_order_) {
+    const SolverBuffer& b = problem_.buffers[u];
+    uint64_t most = 0;
+    // The height the section's unplaced bytes reach at least: plain unplaced
+    // bytes would rank a nearly full section as slack (MiniMalloc's F takes
+    // 371k nodes that way, 1k this way).
+    for (int s = b.section_begin; s < b.section_end; ++s)
+      most = std::max(most, floor_[s] + unplaced_bytes_[s]);
+    contention_[u] = most;
+    saved.emplace_back(u, rank_[u]);
+  }
+  SortIntoOrder(problem_, order_, contention_, part_order_.front(),
+                part_order_);
+  for (int position = 0; position < count; ++position)
+    rank_[part_order_[position]] = position;
+}
+
+PruneRule FeasibilitySearch::CandidateRule(int u, uint64_t current_offset,
+                                           int last_rank,
+                                           uint64_t lowest_top) const {
+  const uint64_t lowest = lowest_offset_[u];
+  // Touching (lowest >= current) and, at the current offset, after the last
+  // placed buffer in rank (one order per packing); undominated (below
+  // lowest_top); in guided mode, at its guide offset.
+  if (lowest < current_offset ||
+      (lowest == current_offset && rank_[u] < last_rank))
+    return PruneRule::kCanonical;
+  if (lowest >= lowest_top) return PruneRule::kDominance;
+  if (guide_ != nullptr && (*guide_)[u] != lowest) return PruneRule::kCanonical;
+  return PruneRule::kNone;
 }
 
 bool FeasibilitySearch::Place(int buffer, uint64_t offset) {

@@ -16,9 +16,15 @@
 //     at the current offset must land on a neighbour placed later, or never;
 //   - a failed candidate with no unplaced neighbour ends the node;
 //   - when no unplaced buffer spans some time cut, the two sides are solved
-//     as independent sub-problems (no backtracking across them).
+//     as independent sub-problems (no backtracking across them), each
+//     re-ranked by the bytes still unplaced in its sections (counted from
+//     the sections' floors), with its own tie order.
 //
-//   FeasibilitySearch search(problem, ranks);
+// A guide (a known packing) restricts every node to the buffers that sit at
+// their guide offset: with sound pruning the search then reaches a packing,
+// so a rule that cuts a real solution shows up (deepest_rejection()).
+//
+//   FeasibilitySearch search(problem, /*order=*/0);
 //   SearchLimits limits{.node_limit = 100000};
 //   if (search.Run(1 << 20, limits) == SearchOutcome::kFound) {
 //     use(search.offsets());
@@ -49,11 +55,34 @@ struct SearchLimits {
   const std::atomic<bool>* stop = nullptr;  // another thread asks to stop
 };
 
+// The rule that cut a branch (for soundness checks and diagnostics).
+enum class PruneRule {
+  kNone,
+  kWaiting,    // a buffer below the current offset has no neighbour left
+  kSections,   // a section's staircase of unplaced bytes overflows
+  kPlace,      // placing the candidate overfilled a section or a neighbour
+  kDominance,  // the guided buffer sat at or above some buffer's lowest top
+  kCanonical,  // the guided buffer floats, or breaks the (offset, rank) order
+  kHatless,    // a failed candidate without unplaced neighbours ended a node
+};
+const char* PruneRuleName(PruneRule rule);
+
 class FeasibilitySearch {
  public:
-  // `problem.overlaps` must be built. `rank[i]` is buffer i's position in the
-  // static order: candidates are tried in rank order and break offset ties.
+  // `problem.overlaps` must be built. Candidates are tried in the rank order
+  // StaticOrderRanks(problem, order), which also breaks offset ties; with
+  // `rerank_parts`, each independent part gets its own order (same keys,
+  // contention = floor + unplaced bytes of its sections).
+  FeasibilitySearch(const Problem& problem, int order,
+                    bool rerank_parts = true);
+  // Candidates in the given rank order (a permutation of 0..n-1), one for
+  // the whole problem: to replay a known packing's order, for diagnostics.
   FeasibilitySearch(const Problem& problem, std::vector<int> rank);
+
+  // Restricts the search to buffers at these offsets (per problem buffer),
+  // which must form a valid packing; null lifts it. The pointer must outlive
+  // Run.
+  void set_guide(const std::vector<uint64_t>* guide) { guide_ = guide; }
 
   // Searches for a placement whose every buffer ends at or below `capacity`.
   SearchOutcome Run(uint64_t capacity, const SearchLimits& limits);
@@ -62,6 +91,10 @@ class FeasibilitySearch {
   const std::vector<uint64_t>& offsets() const { return offset_; }
   // Search nodes visited by the last Run.
   uint64_t nodes() const { return nodes_; }
+  // Most buffers placed at once during the last Run, and the rule that last
+  // cut a branch at that depth.
+  int deepest() const { return deepest_; }
+  PruneRule deepest_rejection() const { return deepest_rejection_; }
 
  private:
   struct PlacementRecord {
@@ -86,9 +119,22 @@ class FeasibilitySearch {
   void UndoLastPlacement();
   void UndoTo(size_t placement_count);
   bool ShouldStop();
+  SearchOutcome Reject(PruneRule rule);
+  // Gives the buffers of `part` ranks 0.. in this search's order, keyed by
+  // their unplaced contention; the old ranks go to `saved`.
+  void RerankPart(const int* part, int count,
+                  std::vector<std::pair<int, int>>& saved);
+  // Which rule keeps `u` from being a candidate (kNone: it is one).
+  PruneRule CandidateRule(int u, uint64_t current_offset, int last_rank,
+                          uint64_t lowest_top) const;
 
   const Problem& problem_;
-  const std::vector<int> rank_;
+  const int order_;
+  const bool rerank_parts_;
+  std::vector<int> rank_;
+  const std::vector<uint64_t>* guide_ = nullptr;
+  int deepest_ = 0;
+  PruneRule deepest_rejection_ = PruneRule::kNone;
   uint64_t capacity_ = 0;
   uint64_t padded_capacity_ = 0;
   SearchLimits limits_;
@@ -114,6 +160,9 @@ class FeasibilitySearch {
   std::vector<std::vector<int>> candidates_;   // per depth, reused
   std::vector<std::vector<int>> cuts_;         // per depth, reused
   std::vector<std::vector<int>> by_reach_;     // per depth, reused
+  std::vector<std::vector<std::pair<int, int>>> saved_ranks_;  // per depth
+  std::vector<int> part_order_;       // scratch for RerankPart
+  std::vector<uint64_t> contention_;  // per buffer: scratch for RerankPart
 };
 
 }  // namespace tensormem::solver_internal

@@ -27,8 +27,6 @@ using solver_internal::SearchOutcome;
 // Beyond these the search's O(n^2) lists would not pay off; local moves run.
 constexpr size_t kMaxSearchBuffers = 4096;
 constexpr uint64_t kMaxOverlapPairs = uint64_t{16} << 20;
-// Restarts add perturbed orders only from this per-order node budget on.
-constexpr uint64_t kPerturbFromNodeLimit = 1 << 16;
 // GREEDY_BY_SIZE is quadratic; above this the best-fit family alone starts.
 constexpr size_t kMaxGreedyBySizeBuffers = 5000;
 
@@ -134,14 +132,14 @@ absl::Status Search(const BufferSet& set, const Problem& problem,
   uint64_t lowest_open =
       result.lower_bound;  // smallest target not yet tried this round
   uint64_t node_limit = std::max<uint64_t>(2000, 4 * problem.buffers.size());
-  int round = 0;
+  solver_internal::RestartSchedule schedule(problem.buffers.size());
   bool first_in_round = true;
   while (Clock::now() < deadline && best > result.lower_bound) {
     // Each round first gives the bound the full node budget: tight sets reach
     // it, and near the bound the search is no easier than at it. Then it
     // bisects between the bound and the best plan with an eighth of the
     // budget, moving up past targets that run out of nodes, until the targets
-    // meet the best plan; the next round doubles the budget and adds orders.
+    // meet the best plan; the next round doubles the budget.
     const bool at_bound = first_in_round || options.capacity.has_value();
     const uint64_t target = options.capacity ? *options.capacity
                             : at_bound
@@ -150,21 +148,13 @@ absl::Status Search(const BufferSet& set, const Problem& problem,
     first_in_round = false;
     solver_internal::FeasibilityRequest request{
         .capacity = target,
-        .node_limit =
-            at_bound ? node_limit : std::max<uint64_t>(1000, node_limit / 8),
-        .orders = {},
+        .runs = schedule.Runs(
+            at_bound ? node_limit : std::max<uint64_t>(1000, node_limit / 8)),
         .threads = options.threads,
         .deadline = deadline};
-    // The base orders first (each solves some instance quickly), then, once
-    // the budget is large enough that they have had a fair chance, one
-    // perturbation of each: earlier, perturbations only double each round.
-    for (int k = 0; k < solver_internal::kBaseOrderCount; ++k)
-      request.orders.push_back(k);
-    const bool perturb = round > 0 && node_limit >= kPerturbFromNodeLimit;
-    for (int k = 0; perturb && k < solver_internal::kBaseOrderCount; ++k)
-      request.orders.push_back(solver_internal::kBaseOrderCount * round + k);
     const FeasibilityAnswer answer =
         solver_internal::RunFeasibility(problem, request);
+    schedule.Record(request.runs, answer);
     result.nodes += answer.nodes;
     bool end_round = options.capacity.has_value();
     switch (answer.outcome) {
@@ -194,7 +184,6 @@ absl::Status Search(const BufferSet& set, const Problem& problem,
         break;
     }
     if (end_round || lowest_open >= best) {
-      ++round;
       node_limit = std::min<uint64_t>(node_limit * 2, uint64_t{1} << 40);
       lowest_open = result.lower_bound;
       first_in_round = true;

@@ -1,0 +1,132 @@
+// The optimal planner on generated hard instances (MiniMalloc challenging
+// style: a 1 MiB x 1M-step rectangle tiled by random buffers, then thinned,
+// with the lower bound equal to the capacity). Each instance is a feasibility
+// question at that capacity; the summary says how many fit, and how many
+// within 1 CPU-second.
+//
+//   ./bench/solver_hard_benchmark --count 200 --seconds 3
+//   ./bench/solver_hard_benchmark --count 200 --write /tmp/hard  # CSVs too
+//
+// Flags: --count N (100), --first-seed S (1), --seconds T (wall limit per
+// instance, 3), --threads K (1), --write DIR (also write DIR/hard_<seed>.csv
+// in MiniMalloc's column layout, for other solvers), --verbose (a line per
+// instance). CPU seconds come from getrusage, so they add up all threads.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "plan/solver/hard_instances.h"
+#include "tensormem/plan/solver/optimal_planner.h"
+
+namespace tensormem {
+namespace {
+
+double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
+struct Flags {
+  int count = 100;
+  uint64_t first_seed = 1;
+  double seconds = 3;
+  int threads = 1;
+  std::string write_dir;
+  bool verbose = false;
+};
+
+bool ParseFlags(int argc, char** argv, Flags& flags) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (flag == "--verbose") {
+      flags.verbose = true;
+    } else if (flag == "--count" && has_value) {
+      flags.count = std::atoi(argv[++i]);
+    } else if (flag == "--first-seed" && has_value) {
+      flags.first_seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (flag == "--seconds" && has_value) {
+      flags.seconds = std::atof(argv[++i]);
+    } else if (flag == "--threads" && has_value) {
+      flags.threads = std::atoi(argv[++i]);
+    } else if (flag == "--write" && has_value) {
+      flags.write_dir = argv[++i];
+    } else {
+      std::fprintf(stderr, "unknown flag or missing value: %s\n", argv[i]);
+      return false;
+    }
+  }
+  return flags.count > 0 && flags.seconds > 0 && flags.threads > 0;
+}
+
+int Run(const Flags& flags) {
+  int fits = 0, fits_in_one_second = 0;
+  std::vector<double> cpu_of_fits;
+  double total_cpu = 0;
+  uint64_t total_nodes = 0;
+  for (int k = 0; k < flags.count; ++k) {
+    const uint64_t seed = flags.first_seed + k;
+    const solver_internal::HardInstance hard =
+        solver_internal::MakeHardInstance(seed, {});
+    if (!flags.write_dir.empty()) {
+      std::ofstream(flags.write_dir + "/hard_" + std::to_string(seed) + ".csv")
+          << FormatBufferSetCsv(hard.set);
+    }
+    OptimalPlanOptions options;
+    options.capacity = hard.capacity;
+    options.time_limit_seconds = flags.seconds;
+    options.threads = flags.threads;
+    const double cpu_start = CpuSeconds();
+    absl::StatusOr<OptimalPlanResult> result = PlanOptimal(hard.set, options);
+    const double cpu = CpuSeconds() - cpu_start;
+    total_cpu += cpu;
+    const uint64_t nodes = result.ok() ? result->nodes : 0;
+    total_nodes += nodes;
+    if (result.ok()) {
+      ++fits;
+      cpu_of_fits.push_back(cpu);
+      if (cpu <= 1.0) ++fits_in_one_second;
+    }
+    if (flags.verbose) {
+      std::printf("seed %llu buffers %zu %s cpu %.3f s nodes %llu\n",
+                  static_cast<unsigned long long>(seed),
+                  hard.set.buffers.size(), result.ok() ? "fits" : "no fit", cpu,
+                  static_cast<unsigned long long>(nodes));
+    }
+  }
+  std::sort(cpu_of_fits.begin(), cpu_of_fits.end());
+  auto quantile = [&](double q) {
+    return cpu_of_fits.empty()
+               ? 0.0
+               : cpu_of_fits[static_cast<size_t>(q * (cpu_of_fits.size() - 1))];
+  };
+  std::printf(
+      "instances %d  fits %d  fits within 1 CPU-s %d  total CPU %.1f s  "
+      "CPU of fits: median %.3f s, p90 %.3f s, max %.3f s  nodes of fits "
+      "%llu\n",
+      flags.count, fits, fits_in_one_second, total_cpu, quantile(0.5),
+      quantile(0.9), quantile(1.0),
+      static_cast<unsigned long long>(total_nodes));
+  return 0;
+}
+
+}  // namespace
+}  // namespace tensormem
+
+int main(int argc, char** argv) {
+  tensormem::Flags flags;
+  if (!tensormem::ParseFlags(argc, argv, flags)) {
+    std::fprintf(stderr,
+                 "usage: solver_hard_benchmark [--count N] [--first-seed S] "
+                 "[--seconds T] [--threads K] [--write DIR] [--verbose]\n");
+    return 2;
+  }
+  return tensormem::Run(flags);
+}

@@ -1,0 +1,149 @@
+// Soundness of the search's pruning rules: for packings known to fit, the
+// search guided by the packing (each node may only place buffers at their
+// offset in it) must reach a placement, under every order. A rule that cuts a
+// real solution fails here by name, instead of hiding behind restarts.
+//
+// Known packings: generated hard instances (cut from a full rectangle), the
+// bundled challenging sets with a plan the planner found, and greedy plans of
+// bundled real sets at their own total size. Each is first pushed down until
+// no buffer can move lower on its own, the form every rule assumes exists.
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "plan/solver/feasibility_search.h"
+#include "plan/solver/hard_instances.h"
+#include "plan/solver/problem.h"
+#include "plan/solver/static_orders.h"
+#include "tensormem/plan/buffer_set.h"
+#include "tensormem/plan/checker.h"
+#include "tensormem/plan/offset_strategies.h"
+#include "tensormem/plan/solver/optimal_planner.h"
+#include "tensormem/plan/usage_record.h"
+
+namespace tensormem::solver_internal {
+namespace {
+
+// Moves buffers to the lowest offset where each fits among the others, lowest
+// first, until none moves: the packing then has no buffer that could sink on
+// its own (each rests on a neighbour or at 0), which the canonical search
+// needs. The total never grows.
+std::vector<uint64_t> PushDown(const Problem& problem,
+                               std::vector<uint64_t> offsets) {
+  const size_t n = problem.buffers.size();
+  bool moved = true;
+  while (moved) {
+    moved = false;
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](int a, int b) { return offsets[a] < offsets[b]; });
+    for (const int u : order) {
+      std::vector<std::pair<uint64_t, uint64_t>> taken;
+      for (const int v : problem.overlaps[u])
+        taken.emplace_back(offsets[v], offsets[v] + problem.buffers[v].padded);
+      std::sort(taken.begin(), taken.end());
+      uint64_t offset = 0;
+      for (const auto& [begin, end] : taken) {
+        if (offset + problem.buffers[u].padded <= begin) break;
+        offset = std::max(offset, end);
+      }
+      if (offset < offsets[u]) {
+        offsets[u] = offset;
+        moved = true;
+      }
+    }
+  }
+  return offsets;
+}
+
+// Replays `offsets` (per set buffer, a valid packing within `capacity`)
+// through the search under `orders` orders, with and without re-ranking.
+void ExpectEveryOrderAccepts(const BufferSet& set,
+                             const std::vector<uint64_t>& offsets,
+                             uint64_t capacity, int orders,
+                             const std::string& what) {
+  absl::StatusOr<Problem> problem = BuildProblem(set, 1);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  BuildOverlaps(*problem);
+  std::vector<uint64_t> guide(problem->buffers.size());
+  for (size_t i = 0; i < guide.size(); ++i)
+    guide[i] = offsets[problem->source_index[i]];
+  guide = PushDown(*problem, guide);
+  for (int order = 0; order < orders; ++order) {
+    for (const bool rerank : {true, false}) {
+      FeasibilitySearch search(*problem, order, rerank);
+      search.set_guide(&guide);
+      const SearchOutcome outcome =
+          search.Run(capacity, {.node_limit = 2'000'000});
+      EXPECT_EQ(outcome, SearchOutcome::kFound)
+          << what << ", order " << order << (rerank ? "" : " (static ranks)")
+          << ": a rule cut the known packing after " << search.deepest()
+          << " of " << guide.size() << " buffers were placed: "
+          << PruneRuleName(search.deepest_rejection());
+    }
+  }
+}
+
+TEST(SolverSoundnessTest, GeneratedHardInstancesAreNeverCut) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    const HardInstance hard = MakeHardInstance(seed, {});
+    ASSERT_EQ(PeakLiveBytes(hard.set), hard.capacity) << "seed " << seed;
+    BufferSet placed = hard.set;
+    for (size_t i = 0; i < placed.buffers.size(); ++i)
+      placed.buffers[i].offset = hard.offsets[i];
+    ASSERT_TRUE(CheckPlacement(placed).ok()) << "seed " << seed;
+    ExpectEveryOrderAccepts(hard.set, hard.offsets, hard.capacity,
+                            kBaseOrderCount + 2,
+                            "hard instance " + std::to_string(seed));
+  }
+}
+
+BufferSet ReadBundled(const std::string& relative) {
+  absl::StatusOr<BufferSet> set =
+      ReadBufferSetCsv(std::string(TENSORMEM_SOURCE_DIR) + "/data/" + relative);
+  EXPECT_TRUE(set.ok()) << set.status();
+  return set.ok() ? *set : BufferSet{};
+}
+
+TEST(SolverSoundnessTest, PlansOfTheChallengingSetsAreNeverCut) {
+  // The planner's own plan, replayed under every other order and tie rule.
+  for (const char* name : {"A", "C", "E", "F"}) {
+    const BufferSet set = ReadBundled(std::string("minimalloc/challenging/") +
+                                      name + ".1048576.csv");
+    OptimalPlanOptions options;
+    options.capacity = 1048576;
+    options.time_limit_seconds = 60;
+    absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+    ASSERT_TRUE(result.ok()) << name << ": " << result.status();
+    std::vector<uint64_t> offsets;
+    for (const Buffer& b : result->placed.buffers) offsets.push_back(*b.offset);
+    ExpectEveryOrderAccepts(set, offsets, 1048576, kBaseOrderCount + 2,
+                            std::string("challenging ") + name);
+  }
+}
+
+TEST(SolverSoundnessTest, GreedyPlansOfRealSetsAreNeverCut) {
+  // A greedy plan is a known packing at its own total size.
+  for (const char* path :
+       {"idealloc/iree/iree_mobilenet.csv",
+        "idealloc/somas_tensors/resnet50.csv", "models/resnet18.buffers.csv",
+        "models/mobilenet_v2.buffers.csv"}) {
+    BufferSet set = ReadBundled(path);
+    for (Buffer& b : set.buffers) b.offset.reset();
+    absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(set);
+    ASSERT_TRUE(records.ok()) << path << ": " << records.status();
+    absl::StatusOr<OffsetsAssignment> greedy = GreedyBySizeOffsets(*records);
+    ASSERT_TRUE(greedy.ok()) << path << ": " << greedy.status();
+    uint64_t total = 0;
+    for (size_t i = 0; i < set.buffers.size(); ++i) {
+      if (set.buffers[i].size > 0)
+        total = std::max(total, greedy->offsets[i] + set.buffers[i].size);
+    }
+    ExpectEveryOrderAccepts(set, greedy->offsets, total, kBaseOrderCount, path);
+  }
+}
+
+}  // namespace
+}  // namespace tensormem::solver_internal
