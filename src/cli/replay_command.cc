@@ -10,6 +10,8 @@
 #include "nlohmann/json.hpp"
 #include "tensormem/core/units.h"
 #include "tensormem/trace/replay.h"
+#include "tensormem/trace/stream_pools.h"
+#include "tensormem/trace/trace_io.h"
 
 namespace tensormem::cli {
 namespace {
@@ -20,8 +22,34 @@ struct ReplayFlags {
   bool min_limit = false;
   bool offsets = false;
   bool dump = false;
+  bool stream_pools = false;
   bool json = false;
 };
+
+// Per-stream pools from the trace's `stream=` keys (docs/cuda.md).
+StreamPoolsResult SimulateStreams(const std::string& path,
+                                  const AllocatorSpec& config) {
+  absl::StatusOr<Trace> trace = ReadTrace(path);
+  if (!trace.ok()) Fail("replay", 1, std::string(trace.status().message()));
+  absl::StatusOr<StreamPoolsResult> result = SimulateStreamPools(
+      *trace, [&config] { return CreateReplayTarget(config); });
+  if (!result.ok()) {
+    Fail("replay", 1, path + ": " + std::string(result.status().message()));
+  }
+  return *std::move(result);
+}
+
+void PrintStreamPools(const StreamPoolsResult& pools) {
+  std::printf("\nper-stream pools (%zu streams)\n", pools.streams.size());
+  std::printf("%-22s %s\n", "shared peak pool",
+              HumanBytes(pools.shared_peak_pool_bytes).c_str());
+  std::printf("%-22s %s\n", "per-stream peak pool",
+              HumanBytes(pools.per_stream_peak_pool_bytes).c_str());
+  std::printf("%-22s %s\n", "peak stranded",
+              HumanBytes(pools.peak_stranded_bytes).c_str());
+  std::printf("%-22s %lld\n", "avoidable growths",
+              static_cast<long long>(pools.avoidable_growths));
+}
 
 nlohmann::json OffsetsJson(const std::vector<AllocationRecord>& records) {
   nlohmann::json rows = nlohmann::json::array();
@@ -92,6 +120,8 @@ void Run(const ReplayFlags& flags) {
     if (!found.ok()) Fail(kCommand, 1, std::string(found.status().message()));
     min_limit = *found;
   }
+  std::optional<StreamPoolsResult> stream_pools;
+  if (flags.stream_pools) stream_pools = SimulateStreams(flags.trace, *config);
   const std::string description = DescribeAllocator(*config);
   if (flags.json) {
     nlohmann::json json = ReplayMetricsToJson(metrics);
@@ -102,6 +132,7 @@ void Run(const ReplayFlags& flags) {
       json["min_limit_ratio"] = min_limit->ratio;
     }
     if (flags.offsets) json["offsets"] = OffsetsJson(result->allocations);
+    if (stream_pools) json["stream_pools"] = StreamPoolsToJson(*stream_pools);
     if (flags.dump) {
       json["dump"] = target->dump ? target->dump().ToJson() : nlohmann::json();
     }
@@ -109,6 +140,7 @@ void Run(const ReplayFlags& flags) {
     return;
   }
   PrintTable(metrics, description, min_limit);
+  if (stream_pools) PrintStreamPools(*stream_pools);
   if (flags.offsets) {
     std::printf("\n%8s %20s %14s %18s %14s\n", "event", "id", "bytes", "offset",
                 "allocated");
@@ -151,6 +183,9 @@ void AddReplayCommand(CLI::App& app) {
       "list every allocation: id, offset (address - base), allocated bytes");
   command->add_flag("--dump", flags->dump,
                     "print the final memory map (regions, chunks, bins)");
+  command->add_flag("--stream-pools", flags->stream_pools,
+                    "also replay with one pool per stream= and report the "
+                    "bytes stranded in other streams' pools");
   command->add_flag("--json", flags->json, "print one JSON object");
   command->callback([flags] { Run(*flags); });
 }
