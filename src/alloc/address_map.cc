@@ -29,7 +29,8 @@ BfcRegion& AddressMap::AddRegion(void* ptr, uint64_t bytes,
       regions_.begin(), regions_.end(), begin,
       [](uint64_t value, const BfcRegion& r) { return value < r.begin; });
   it = regions_.insert(
-      it, BfcRegion{begin, begin + bytes, first_chunk, {{ptr, bytes}}});
+      it, BfcRegion{
+              begin, begin + bytes, first_chunk, first_chunk, {{ptr, bytes}}});
   return *it;
 }
 

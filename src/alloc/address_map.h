@@ -50,6 +50,7 @@ struct BfcRegion {
   uint64_t begin = 0;
   uint64_t end = 0;
   ChunkHandle first_chunk = kInvalidChunk;
+  ChunkHandle last_chunk = kInvalidChunk;  // where a coalescing upstream grows
   std::vector<UpstreamPiece> pieces;
   uint32_t pool = 0;
 
@@ -71,6 +72,9 @@ class AddressMap {
   BfcRegion* RegionEndingAt(uint64_t address);
   // The region containing `address`, or nullptr.
   const BfcRegion* RegionContaining(uint64_t address) const;
+  BfcRegion* MutableRegionContaining(uint64_t address) {
+    return const_cast<BfcRegion*>(RegionContaining(address));
+  }
   void RemoveRegion(uint64_t begin);
 
   // In-use chunks by start address.

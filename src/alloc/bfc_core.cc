@@ -169,7 +169,11 @@ ChunkHandle BfcCore::SplitChunk(ChunkHandle handle, uint64_t head_bytes) {
   rest.pool = head.pool;
   rest.prev = handle;
   rest.next = head.next;
-  if (head.next != kInvalidChunk) map_.chunk(head.next).prev = tail;
+  if (head.next != kInvalidChunk) {
+    map_.chunk(head.next).prev = tail;
+  } else {
+    map_.MutableRegionContaining(head.address)->last_chunk = tail;
+  }
   head.next = tail;
   head.size = head_bytes;
   return tail;
@@ -199,7 +203,11 @@ void BfcCore::Merge(ChunkHandle first, ChunkHandle second) {
   low.size += high.size;
   low.next = high.next;
   low.freed_at_count = std::max(low.freed_at_count, high.freed_at_count);
-  if (high.next != kInvalidChunk) map_.chunk(high.next).prev = first;
+  if (high.next != kInvalidChunk) {
+    map_.chunk(high.next).prev = first;
+  } else {
+    map_.MutableRegionContaining(low.address)->last_chunk = first;
+  }
   map_.ReleaseChunk(second);
 }
 

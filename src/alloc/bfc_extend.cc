@@ -66,9 +66,7 @@ bool BfcCore::Extend(uint64_t alignment, uint64_t rounded, int pool,
 }
 
 ChunkHandle BfcCore::LastChunk(const BfcRegion& region) const {
-  ChunkHandle last = region.first_chunk;
-  while (map_.chunk(last).next != kInvalidChunk) last = map_.chunk(last).next;
-  return last;
+  return region.last_chunk;
 }
 
 uint64_t BfcCore::FreeTailBytes(int pool) const {
@@ -101,6 +99,7 @@ bool BfcCore::AddMemory(void* ptr, uint64_t bytes_received, int pool) {
     map_.chunk(last).next = handle;
     map_.chunk(handle).prev = last;
     region->end += usable;
+    region->last_chunk = handle;
     region->pieces.push_back({ptr, bytes_received});
   } else {
     BfcRegion& added = map_.AddRegion(ptr, bytes_received, handle);
@@ -197,6 +196,7 @@ uint64_t BfcCore::TrimTrailingPieces() {
         map_.chunk(prev).next = kInvalidChunk;
         map_.ReleaseChunk(last);
         last = prev;
+        region->last_chunk = prev;
       } else {
         chunk.size -= piece.bytes;
         InsertFree(last);

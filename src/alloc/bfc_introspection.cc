@@ -167,6 +167,10 @@ absl::Status BfcCore::CheckInvariants() const {
       expected_address = c.end();
       prev = h;
     }
+    if (prev != region.last_chunk) {
+      return absl::InternalError(absl::StrFormat(
+          "region 0x%x does not know its last chunk", region.begin));
+    }
     if (expected_address != region.end) {
       return absl::InternalError(
           absl::StrFormat("chunks of region 0x%x end at 0x%x, not at 0x%x",
