@@ -128,8 +128,10 @@ const std::vector<Option>& Table() {
        }},
       {{"device", "a device ordinal >= 0", "device sub-allocators: which one"},
        [](AllocatorSpec& s, const std::string& v) {
-         if (!absl::SimpleAtoi(v, &s.device) || s.device < 0)
+         int device = 0;
+         if (!absl::SimpleAtoi(v, &device) || device < 0)
            return Bad("device", v, "a device ordinal >= 0");
+         s.device = device;
          return absl::OkStatus();
        }},
   };
@@ -194,6 +196,14 @@ absl::Status ValidateAllocatorSpec(const AllocatorSpec& spec) {
         "policy, config, sub_allocator, gc, growth, fragmentation_fraction and "
         "coalescing apply to allocator bfc only");
   }
+  // Host regions are never contiguous and vmm regions always are: only the
+  // simulated kind can honour either choice.
+  if (spec.coalescing.has_value() && spec.sub_allocator != "simulated") {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "coalescing applies to the simulated sub-allocator only (sub-allocator "
+        "'%s' decides it by nature)",
+        spec.sub_allocator));
+  }
   if (spec.fragmentation_fraction != 0 && spec.policy != "tf") {
     return absl::InvalidArgumentError(
         "fragmentation_fraction applies to the tf policy only");
@@ -207,6 +217,7 @@ std::string DescribeAllocator(const AllocatorSpec& spec) {
   if (spec.kind != "bfc")
     return spec.memory_limit ? absl::StrCat(spec.kind, "(", limit, ")")
                              : spec.kind;
+  const AllocatorSpec defaults;
   std::string policy = spec.policy;
   if (!spec.config.empty()) absl::StrAppend(&policy, "[", spec.config, "]");
   std::string text =
@@ -217,6 +228,10 @@ std::string DescribeAllocator(const AllocatorSpec& spec) {
     absl::StrAppend(&text, ", fragmentation fraction ",
                     spec.fragmentation_fraction);
   }
+  if (spec.coalescing)
+    text += *spec.coalescing ? ", coalescing" : ", no coalescing";
+  if (spec.granule != defaults.granule)
+    absl::StrAppend(&text, ", granule ", HumanBytes(spec.granule));
   return text + ")";
 }
 

@@ -45,12 +45,6 @@ FeasibilitySearch::FeasibilitySearch(const Problem& problem, int order,
   contention_.resize(n);
 }
 
-FeasibilitySearch::FeasibilitySearch(const Problem& problem,
-                                     std::vector<int> rank)
-    : FeasibilitySearch(problem, 0, /*rerank_parts=*/false) {
-  rank_ = std::move(rank);
-}
-
 SearchOutcome FeasibilitySearch::Run(uint64_t capacity,
                                      const SearchLimits& limits) {
   capacity_ = capacity;

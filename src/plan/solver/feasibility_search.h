@@ -75,9 +75,6 @@ class FeasibilitySearch {
   // contention = floor + unplaced bytes of its sections).
   FeasibilitySearch(const Problem& problem, int order,
                     bool rerank_parts = true);
-  // Candidates in the given rank order (a permutation of 0..n-1), one for
-  // the whole problem: to replay a known packing's order, for diagnostics.
-  FeasibilitySearch(const Problem& problem, std::vector<int> rank);
 
   // Restricts the search to buffers at these offsets (per problem buffer),
   // which must form a valid packing; null lifts it. The pointer must outlive

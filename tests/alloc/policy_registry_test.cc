@@ -1,0 +1,101 @@
+// The policy registry: names, creation, and the configuration syntax shared by
+// every policy.
+#include "tensormem/alloc/policy_registry.h"
+
+#include <set>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tensormem/core/units.h"
+
+namespace tensormem {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(PolicyRegistryTest, DefaultComesFirstAndNamesAreUnique) {
+  ASSERT_FALSE(Policies().empty());
+  EXPECT_EQ(Policies().front().name, kDefaultPolicy);
+  std::set<std::string> names;
+  for (const PolicyInfo& info : Policies()) {
+    EXPECT_TRUE(names.insert(std::string(info.name)).second) << info.name;
+    EXPECT_FALSE(info.summary.empty()) << info.name;
+  }
+  EXPECT_TRUE(names.count("tf"));
+  EXPECT_TRUE(names.count("pytorch"));
+}
+
+TEST(PolicyRegistryTest, EveryPolicyIsCreatedAndKeepsTheRoundingContract) {
+  for (const PolicyInfo& info : Policies()) {
+    for (bool growth : {true, false}) {
+      for (bool coalescing : {true, false}) {
+        PolicyEnvironment environment;
+        environment.memory_limit = kGiB;
+        environment.allow_growth = growth;
+        environment.upstream_coalesces = coalescing;
+        absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
+            CreatePolicy(info.name, environment);
+        ASSERT_TRUE(policy.ok()) << info.name << ": " << policy.status();
+        const AllocationPolicy& rules = **policy;
+        EXPECT_THAT(rules.Describe(), HasSubstr(std::string(info.name)));
+        ASSERT_GE(rules.NumPools(), 1);
+        for (uint64_t bytes :
+             {uint64_t{1}, uint64_t{255}, uint64_t{257}, uint64_t{1000},
+              uint64_t{3} << 20, (uint64_t{1} << 40) + 1}) {
+          const std::optional<uint64_t> rounded = rules.RoundedSize(bytes);
+          ASSERT_TRUE(rounded.has_value()) << info.name << " " << bytes;
+          EXPECT_GE(*rounded, bytes) << info.name;
+          EXPECT_EQ(*rounded % 256, 0u) << info.name << " " << bytes;
+          const int pool = rules.PoolFor(*rounded);
+          EXPECT_GE(pool, 0);
+          EXPECT_LT(pool, rules.NumPools());
+        }
+        EXPECT_FALSE(rules.RoundedSize(UINT64_MAX).has_value()) << info.name;
+      }
+    }
+  }
+}
+
+TEST(PolicyRegistryTest, UnknownPolicyListsTheKnownOnes) {
+  absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
+      CreatePolicy("jemalloc", {.memory_limit = kGiB});
+  ASSERT_FALSE(policy.ok());
+  EXPECT_THAT(policy.status().message(), HasSubstr("'jemalloc'"));
+  for (const PolicyInfo& info : Policies())
+    EXPECT_THAT(policy.status().message(), HasSubstr(std::string(info.name)));
+}
+
+TEST(PolicyRegistryTest, PoliciesWithoutKeysRefuseAnyConfiguration) {
+  for (const PolicyInfo& info : Policies()) {
+    if (!info.config_keys.empty()) continue;
+    absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
+        CreatePolicy(info.name, {.memory_limit = kGiB}, "max_split_size_mb:64");
+    ASSERT_FALSE(policy.ok()) << info.name;
+    EXPECT_THAT(policy.status().message(), HasSubstr("max_split_size_mb"));
+    EXPECT_THAT(policy.status().message(), HasSubstr("takes none"));
+  }
+}
+
+TEST(PolicyRegistryTest, ParsesConfigurationText) {
+  absl::StatusOr<std::vector<ConfigEntry>> entries = ParsePolicyConfig(
+      " max_split_size_mb : 512 ,roundup_power2_divisions:[256:1,512:2,>:8],,"
+      "expandable_segments:True");
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  ASSERT_EQ(entries->size(), 3u);
+  EXPECT_EQ((*entries)[0].key, "max_split_size_mb");
+  EXPECT_EQ((*entries)[0].value, "512");
+  EXPECT_EQ((*entries)[1].key, "roundup_power2_divisions");
+  EXPECT_EQ((*entries)[1].value, "[256:1,512:2,>:8]");
+  EXPECT_EQ((*entries)[2].value, "True");
+  EXPECT_TRUE(ParsePolicyConfig("")->empty());
+  for (const char* bad : {"max_split_size_mb", ":5", "key:", "a:[1:2"}) {
+    absl::StatusOr<std::vector<ConfigEntry>> parsed = ParsePolicyConfig(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_THAT(parsed.status().message(), HasSubstr(bad));
+    EXPECT_THAT(parsed.status().message(), HasSubstr("key:value"));
+  }
+}
+
+}  // namespace
+}  // namespace tensormem

@@ -1,0 +1,66 @@
+// Helpers shared by the allocation policy tests.
+#ifndef TENSORMEM_TESTS_ALLOC_POLICY_TEST_UTIL_H_
+#define TENSORMEM_TESTS_ALLOC_POLICY_TEST_UTIL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "alloc/bfc_test_util.h"
+#include "gtest/gtest.h"
+#include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/alloc/policy_registry.h"
+#include "tensormem/alloc/simulated_sub_allocator.h"
+
+namespace tensormem::testing {
+
+// A BFC allocator with policy `name` configured by `config` over a simulated
+// upstream of `capacity` bytes (0: four times the limit). Fails the test (and
+// returns nullptr) when the policy refuses the configuration.
+inline std::unique_ptr<BfcAllocator> MakePolicyBfc(
+    std::string_view name, std::string_view config, uint64_t limit,
+    bool coalescing, bool growth = true, uint64_t capacity = 0) {
+  auto upstream = std::make_unique<SimulatedSubAllocator>(
+      capacity == 0 ? 4 * limit : capacity, coalescing);
+  PolicyEnvironment environment;
+  environment.memory_limit = limit;
+  environment.allow_growth = growth;
+  environment.upstream_coalesces = coalescing;
+  absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
+      CreatePolicy(name, environment, config);
+  EXPECT_TRUE(policy.ok()) << policy.status();
+  if (!policy.ok()) return nullptr;
+  return std::make_unique<BfcAllocator>(
+      std::move(upstream), limit, QuietOptions(growth), *std::move(policy));
+}
+
+// Region sizes in address order.
+inline std::vector<uint64_t> RegionSizes(const BfcAllocator& allocator) {
+  std::vector<uint64_t> sizes;
+  for (const MemoryDump::Region& region : allocator.RecordMemoryDump().regions)
+    sizes.push_back(region.size);
+  return sizes;
+}
+
+// Chunk sizes of region `index`, in address order; in-use chunks positive,
+// free ones as "free:" entries, e.g. {"1024", "free:2096128"}.
+inline std::vector<std::string> ChunkLayout(const BfcAllocator& allocator,
+                                            size_t index) {
+  std::vector<std::string> layout;
+  const MemoryDump dump = allocator.RecordMemoryDump();
+  if (index >= dump.regions.size()) return {"<no region>"};
+  for (const MemoryDump::Chunk& chunk : dump.regions[index].chunks) {
+    layout.push_back((chunk.in_use ? "" : "free:") +
+                     std::to_string(chunk.size));
+  }
+  return layout;
+}
+
+inline std::string Bytes(uint64_t bytes) { return std::to_string(bytes); }
+inline std::string Free(uint64_t bytes) { return "free:" + Bytes(bytes); }
+
+}  // namespace tensormem::testing
+
+#endif  // TENSORMEM_TESTS_ALLOC_POLICY_TEST_UTIL_H_
