@@ -10,11 +10,12 @@ options (ctypes) and installs it::
     y = model(x.cuda())                # CUDA tensors now come from tensormem
     print(tensormem_torch.cuda_stats()["devices"]["0"]["peak_bytes_in_use"])
 
-Options (each overrides the TENSORMEM_* variable of the same meaning):
-memory_limit (per device, bytes or "20GiB"; default the device's memory),
-sub_allocator ("cuda-vmm", "cuda" or "cuda-async"), allow_growth,
-garbage_collection, trace_path (events carry stream= and device=),
-report_path. enable_cuda must run before the first CUDA allocation.
+Options are the allocator specification's keys (each overrides the
+TENSORMEM_* variable of the same name): policy, config, sub_allocator
+("cuda-vmm" by default, "cuda" or "cuda-async"), memory_limit (per device,
+default the device's memory), growth, gc, ...; plus trace_path (events carry
+stream= and device=) and report_path. enable_cuda must run before the first
+CUDA allocation.
 TENSORMEM_CUDA_TORCH_LIBRARY, when set, names the library to load.
 """
 

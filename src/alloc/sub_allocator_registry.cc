@@ -1,5 +1,6 @@
 #include "tensormem/alloc/sub_allocator_registry.h"
 
+#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
@@ -12,8 +13,7 @@
 namespace tensormem {
 namespace {
 
-using Factory = absl::StatusOr<std::unique_ptr<SubAllocator>> (*)(
-    const SubAllocatorParams& params);
+using Factory = SubAllocatorFactory;
 
 absl::Status RequireCapacity(std::string_view kind, uint64_t capacity) {
   if (capacity > 0) return absl::OkStatus();
@@ -60,9 +60,9 @@ struct Registered {
   Factory factory;
 };
 
-// One line per kind.
-const std::vector<Registered>& Registry() {
-  static const auto* registry = new std::vector<Registered>{
+// One line per kind; kinds from other layers are appended at start-up.
+std::vector<Registered>& Registry() {
+  static auto* registry = new std::vector<Registered>{
       {{"host", "aligned host memory from the C library"}, MakeHost},
       {{"simulated", "address space only (any device size, deterministic)"},
        MakeSimulated},
@@ -72,10 +72,8 @@ const std::vector<Registered>& Registry() {
   return *registry;
 }
 
-}  // namespace
-
-const std::vector<SubAllocatorInfo>& SubAllocatorKinds() {
-  static const auto* kinds = [] {
+std::vector<SubAllocatorInfo>& Kinds() {
+  static auto* kinds = [] {
     auto* list = new std::vector<SubAllocatorInfo>;
     for (const Registered& kind : Registry()) list->push_back(kind.info);
     return list;
@@ -83,13 +81,41 @@ const std::vector<SubAllocatorInfo>& SubAllocatorKinds() {
   return *kinds;
 }
 
+std::mutex& RegistryMutex() {
+  static auto* mutex = new std::mutex;
+  return *mutex;
+}
+
+}  // namespace
+
+const std::vector<SubAllocatorInfo>& SubAllocatorKinds() {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  return Kinds();
+}
+
+void RegisterSubAllocatorKind(SubAllocatorInfo info,
+                              SubAllocatorFactory factory) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  for (const Registered& registered : Registry()) {
+    if (registered.info.name == info.name) return;
+  }
+  Kinds();  // built from the table before it grows
+  Registry().push_back({info, factory});
+  Kinds().push_back(info);
+}
+
 absl::StatusOr<std::unique_ptr<SubAllocator>> CreateSubAllocator(
     std::string_view kind, const SubAllocatorParams& params) {
   std::vector<std::string> known;
-  for (const Registered& registered : Registry()) {
-    if (registered.info.name == kind) return registered.factory(params);
-    known.emplace_back(registered.info.name);
+  Factory factory = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(RegistryMutex());
+    for (const Registered& registered : Registry()) {
+      if (registered.info.name == kind) factory = registered.factory;
+      known.emplace_back(registered.info.name);
+    }
   }
+  if (factory != nullptr) return factory(params);
   return absl::InvalidArgumentError(
       absl::StrFormat("unknown sub-allocator kind '%s' (known: %s)",
                       std::string(kind), absl::StrJoin(known, ", ")));

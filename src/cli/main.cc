@@ -8,6 +8,9 @@
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "tensormem/core/version.h"
+#ifdef TENSORMEM_WITH_CUDA
+#include "tensormem/cuda/cuda_sub_allocators.h"
+#endif
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -15,6 +18,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version",
                        "tensormem " + std::string(tensormem::kVersion));
   app.require_subcommand(1);
+#ifdef TENSORMEM_WITH_CUDA
+  // --sub-allocator cuda, cuda-vmm, ...; the driver is loaded on first use.
+  tensormem::RegisterCudaSubAllocators();
+#endif
   tensormem::cli::AddPlanCommand(app);
   tensormem::cli::AddArenaCommand(app);
   tensormem::cli::AddReplayCommand(app);

@@ -1,6 +1,7 @@
 // CreateCudaSubAllocator: the CUDA kinds by name.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tensormem/alloc/sub_allocator_registry.h"
 #include "tensormem/core/status_macros.h"
 #include "tensormem/cuda/cuda_async_sub_allocator.h"
 #include "tensormem/cuda/cuda_sub_allocators.h"
@@ -31,6 +32,45 @@ absl::StatusOr<std::unique_ptr<SubAllocator>> CreateCudaSubAllocator(
     return std::make_unique<CudaMallocSubAllocator>(driver, params);
   }
   return std::make_unique<CudaHostSubAllocator>(driver, params);
+}
+
+namespace {
+
+template <const char* kKind>
+absl::StatusOr<std::unique_ptr<SubAllocator>> FromRegistry(
+    const SubAllocatorParams& params) {
+  if (params.coalescing && std::string_view(kKind) != "cuda-vmm") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sub-allocator '", kKind,
+                     "' cannot coalesce: its regions are never contiguous"));
+  }
+  CudaSubAllocatorParams cuda;
+  cuda.device = params.device;
+  cuda.reserve_bytes = params.capacity;
+  return CreateCudaSubAllocator(kKind, cuda);
+}
+
+constexpr char kCuda[] = "cuda";
+constexpr char kCudaHost[] = "cuda-host";
+constexpr char kCudaVmm[] = "cuda-vmm";
+constexpr char kCudaAsync[] = "cuda-async";
+
+}  // namespace
+
+void RegisterCudaSubAllocators() {
+  // One line per kind.
+  RegisterSubAllocatorKind({kCuda, "CUDA device memory, cuMemAlloc per region"},
+                           FromRegistry<kCuda>);
+  RegisterSubAllocatorKind({kCudaHost, "CUDA pinned host memory"},
+                           FromRegistry<kCudaHost>);
+  RegisterSubAllocatorKind(
+      {kCudaVmm,
+       "CUDA virtual memory: reserved once, mapped on demand, "
+       "grows contiguously and shrinks"},
+      FromRegistry<kCudaVmm>);
+  RegisterSubAllocatorKind(
+      {kCudaAsync, "CUDA stream-ordered memory pool (cuMemAllocAsync)"},
+      FromRegistry<kCudaAsync>);
 }
 
 }  // namespace tensormem

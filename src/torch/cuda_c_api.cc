@@ -14,7 +14,6 @@
 #include <string>
 
 #include "torch/cuda_plugin.h"
-#include "torch/cuda_plugin_options.h"
 
 namespace tensormem {
 namespace {
@@ -41,13 +40,9 @@ void FinishAtExit() {
 }
 
 absl::Status Enable(const char* options_json) {
-  absl::StatusOr<CudaPluginOptions> options =
-      CudaPluginOptionsFromEnvironment(&std::getenv);
+  absl::StatusOr<PluginOptions> options = CudaPluginOptions(
+      &std::getenv, options_json == nullptr ? "" : options_json);
   if (!options.ok()) return options.status();
-  if (options_json != nullptr && *options_json != '\0') {
-    absl::Status status = ApplyCudaPluginOptionsJson(options_json, &*options);
-    if (!status.ok()) return status;
-  }
   std::lock_guard<std::mutex> lock(g_mutex);
   if (CudaPlugin* plugin = g_plugin.load(); plugin != nullptr) {
     if (plugin->options() == *options) return absl::OkStatus();

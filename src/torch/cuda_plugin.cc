@@ -4,17 +4,44 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "tensormem/alloc/allocator_spec.h"
 #include "tensormem/core/status_macros.h"
 #include "tensormem/cuda/cuda_sub_allocators.h"
 #include "tensormem/trace/replay.h"
 
 namespace tensormem {
 
+absl::StatusOr<PluginOptions> CudaPluginOptions(
+    const std::function<const char*(const char*)>& getenv,
+    std::string_view options_json) {
+  auto with_device_default = [&getenv](const char* name) -> const char* {
+    const char* value = getenv(name);
+    const bool unset = value == nullptr || *value == '\0';
+    if (unset && std::string_view(name) == "TENSORMEM_SUB_ALLOCATOR") {
+      return "cuda-vmm";
+    }
+    return value;
+  };
+  TM_ASSIGN_OR_RETURN(PluginOptions options,
+                      OptionsFromEnvironment(with_device_default));
+  if (!options_json.empty()) {
+    TM_RETURN_IF_ERROR(ApplyOptionsJson(options_json, &options));
+  }
+  const std::string& kind = options.allocator.sub_allocator;
+  if (kind != "cuda" && kind != "cuda-vmm" && kind != "cuda-async") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sub_allocator '", kind,
+                     "': the CUDA plug-in uses cuda, cuda-vmm or cuda-async"));
+  }
+  return options;
+}
+
 absl::StatusOr<std::unique_ptr<CudaPlugin>> CudaPlugin::Create(
-    const CudaPluginOptions& options, CudaDriver* driver) {
+    const PluginOptions& options, CudaDriver* driver) {
   if (driver == nullptr) {
     TM_ASSIGN_OR_RETURN(driver, CudaDriver::Get());
   }
+  RegisterCudaSubAllocators();
   std::unique_ptr<CudaPlugin> plugin(new CudaPlugin(options, driver));
   if (!options.trace_path.empty()) {
     TM_ASSIGN_OR_RETURN(plugin->trace_, TraceWriter::Open(options.trace_path));
@@ -30,29 +57,29 @@ absl::StatusOr<StreamOrderedAllocator*> CudaPlugin::AllocatorFor(int device) {
     return devices_[device].get();
   }
   TM_RETURN_IF_ERROR(driver_->MakeCurrent(device));  // checks the device
-  uint64_t limit = options_.memory_limit;
-  if (limit == 0) {
-    TM_ASSIGN_OR_RETURN(limit, driver_->TotalMemory(device));
-  }
-  CudaSubAllocatorParams params;
-  params.driver = driver_;
-  params.device = device;
-  TM_ASSIGN_OR_RETURN(std::unique_ptr<SubAllocator> upstream,
-                      CreateCudaSubAllocator(options_.sub_allocator, params));
-  BfcAllocator::Options bfc;
+  TM_ASSIGN_OR_RETURN(const uint64_t total, driver_->TotalMemory(device));
+  AllocatorSpec spec = options_.allocator;
+  spec.device = device;
+  if (!spec.memory_limit) spec.memory_limit = total;
+  if (spec.capacity == 0) spec.capacity = 2 * total;  // cuda-vmm's reservation
+  BfcAllocatorOptions bfc;
   bfc.name = absl::StrCat("tensormem_cuda_", device);
-  bfc.allow_growth = options_.allow_growth;
-  bfc.garbage_collection = options_.garbage_collection;
   // PyTorch frees its cache and retries itself when malloc fails.
   bfc.allow_retry_on_failure = false;
   bfc.log_failures = false;
+  TM_ASSIGN_OR_RETURN(BuiltAllocator built, CreateAllocator(spec, bfc));
+  if (built.bfc == nullptr || !built.wrapped.empty()) {
+    return absl::InvalidArgumentError("the CUDA plug-in needs allocator bfc");
+  }
+  // `built.bfc` is `built.allocator`: keep it as the BfcAllocator it is.
+  std::unique_ptr<BfcAllocator> allocator(
+      static_cast<BfcAllocator*>(built.allocator.release()));
   if (static_cast<int>(devices_.size()) <= device) {
     devices_.resize(device + 1);
     failed_allocs_.resize(device + 1, 0);
   }
   devices_[device] = std::make_unique<StreamOrderedAllocator>(
-      std::make_unique<BfcAllocator>(std::move(upstream), limit, bfc), driver_,
-      device);
+      std::move(allocator), driver_, device);
   return devices_[device].get();
 }
 

@@ -5,9 +5,9 @@ if(NOT TENSORMEM_CUDA_FOUND)
   return()
 endif()
 tensormem_library(tensormem_cuda_torch_plugin
-  SOURCES cuda_plugin_options.cc cuda_plugin.cc
-  DEPS tensormem_cuda tensormem_trace tensormem_alloc tensormem_core
-       nlohmann_json::nlohmann_json)
+  SOURCES cuda_plugin.cc
+  DEPS tensormem_plugin_options tensormem_cuda tensormem_trace tensormem_alloc
+       tensormem_core nlohmann_json::nlohmann_json)
 add_library(tensormem_cuda_torch SHARED cuda_c_api.cc)
 target_include_directories(tensormem_cuda_torch PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(tensormem_cuda_torch PRIVATE tensormem_cuda_torch_plugin)

@@ -1,9 +1,12 @@
 // CudaPlugin: what libtensormem_cuda_torch.so serves PyTorch's CUDA tensors
-// from. One StreamOrderedAllocator (a BFC allocator over a CUDA
-// sub-allocator) per device, made on the device's first request; an optional
-// trace of every allocation and free with its stream and device; and the
-// reason for the last failure, since PyTorch only sees nullptr.
+// from. One StreamOrderedAllocator per device, made on the device's first
+// request from the allocator specification (any policy and options, over a
+// CUDA sub-allocator); an optional trace of every allocation and free with
+// its stream and device; and the reason for the last failure, since PyTorch
+// only sees nullptr.
 //
+//   absl::StatusOr<PluginOptions> options =
+//       CudaPluginOptions(&std::getenv, R"({"policy": "pytorch"})");
 //   absl::StatusOr<std::unique_ptr<CudaPlugin>> plugin =
 //       CudaPlugin::Create(options, /*driver=*/nullptr);
 //   void* p = (*plugin)->Malloc(1 << 20, /*device=*/0, stream);
@@ -14,9 +17,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -25,15 +30,24 @@
 #include "tensormem/cuda/driver.h"
 #include "tensormem/cuda/stream_ordered_allocator.h"
 #include "tensormem/trace/trace_io.h"
-#include "torch/cuda_plugin_options.h"
+#include "torch/plugin_options.h"
 
 namespace tensormem {
+
+// The plug-in's options: the TENSORMEM_* environment (sub_allocator
+// defaulting to cuda-vmm), then the JSON object `options_json` (may be empty)
+// with the allocator specification's keys plus trace_path and report_path.
+// Errors: those of the specification, or a sub-allocator that is not a
+// device one (cuda, cuda-vmm, cuda-async).
+absl::StatusOr<PluginOptions> CudaPluginOptions(
+    const std::function<const char*(const char*)>& getenv,
+    std::string_view options_json);
 
 class CudaPlugin {
  public:
   // Errors: no driver, or a trace file that cannot be created.
   static absl::StatusOr<std::unique_ptr<CudaPlugin>> Create(
-      const CudaPluginOptions& options, CudaDriver* driver);
+      const PluginOptions& options, CudaDriver* driver);
   ~CudaPlugin();
 
   // nullptr for 0 bytes, and when the request cannot be served (LastError()
@@ -50,14 +64,14 @@ class CudaPlugin {
   nlohmann::json StatsJson() const;
   // Writes the report (report_path) and completes the trace.
   absl::Status Finish();
-  const CudaPluginOptions& options() const { return options_; }
+  const PluginOptions& options() const { return options_; }
 
  private:
   struct Live {
     uint64_t id;
     int device;
   };
-  CudaPlugin(CudaPluginOptions options, CudaDriver* driver)
+  CudaPlugin(PluginOptions options, CudaDriver* driver)
       : options_(std::move(options)), driver_(driver) {}
   absl::StatusOr<StreamOrderedAllocator*> AllocatorFor(int device);
   int32_t StreamIndex(CUstream stream);
@@ -65,7 +79,7 @@ class CudaPlugin {
   std::string OutOfMemoryReport(StreamOrderedAllocator& allocator, size_t bytes,
                                 int device, CUstream stream);
 
-  const CudaPluginOptions options_;
+  const PluginOptions options_;
   CudaDriver* const driver_;
   const std::chrono::steady_clock::time_point start_ =
       std::chrono::steady_clock::now();

@@ -1,9 +1,12 @@
 // The CUDA sub-allocators: the shared contract, then each kind's own rules.
+#include <algorithm>
 #include <string>
 
 #include "alloc/sub_allocator_conformance.h"
 #include "cuda/cuda_test_env.h"
 #include "gmock/gmock.h"
+#include "tensormem/alloc/allocator_spec.h"
+#include "tensormem/alloc/sub_allocator_registry.h"
 #include "tensormem/cuda/cuda_async_sub_allocator.h"
 #include "tensormem/cuda/cuda_sub_allocators.h"
 #include "tensormem/cuda/cuda_vmm_sub_allocator.h"
@@ -63,6 +66,33 @@ TEST_F(CudaSubAllocatorTest, FactoryKnowsTheKindsAndExplainsTheRest) {
   EXPECT_THAT(
       std::string(CreateCudaSubAllocator("cuda", params).status().message()),
       HasSubstr("CUDA device 7 does not exist"));
+}
+
+TEST_F(CudaSubAllocatorTest, RegisteredKindsServeAllocatorSpecifications) {
+  RegisterCudaSubAllocators();
+  RegisterCudaSubAllocators();  // idempotent
+  std::vector<std::string> kinds;
+  for (const SubAllocatorInfo& info : SubAllocatorKinds()) {
+    kinds.emplace_back(info.name);
+  }
+  EXPECT_THAT(kinds, ::testing::IsSupersetOf({"host", "cuda", "cuda-host",
+                                              "cuda-vmm", "cuda-async"}));
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "cuda-vmm"), 1);
+  AllocatorSpec spec;
+  spec.sub_allocator = "cuda-vmm";
+  spec.memory_limit = 64 * kMiB;
+  spec.capacity = 128 * kMiB;  // cuda-vmm's reservation
+  absl::StatusOr<BuiltAllocator> built = CreateAllocator(spec);
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ(built->bfc->upstream().Name(), "cuda-vmm");
+  void* block = built->allocator->Allocate(kMiB);
+  EXPECT_NE(block, nullptr);
+  built->allocator->Deallocate(block);
+  SubAllocatorParams params;
+  params.coalescing = true;
+  EXPECT_THAT(
+      std::string(CreateSubAllocator("cuda-host", params).status().message()),
+      HasSubstr("cannot coalesce"));
 }
 
 TEST_F(CudaSubAllocatorTest, CudaMallocRunsOutAndReportsBadFrees) {

@@ -16,3 +16,8 @@ if(TENSORMEM_CUDA_PYTHON AND NOT TENSORMEM_SANITIZER)
       ENVIRONMENT "TENSORMEM_CUDA_DRIVER=$<TARGET_FILE:tensormem_fake_cuda>;TENSORMEM_CUDA_TORCH_LIBRARY=$<TARGET_FILE:tensormem_cuda_torch>"
       TIMEOUT 60)
 endif()
+
+# The plug-in's options and instances, linked in (no global state).
+tensormem_cuda_test(cuda_plugin_options_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cuda_plugin_options_test.cc
+  DEPS tensormem_cuda_torch_plugin)

@@ -38,7 +38,7 @@ def main() -> int:
         return 77
     if args.allocator == "tensormem":
         from tensormem_torch.cuda import cuda_stats, enable_cuda  # noqa: PLC0415
-        enable_cuda(sub_allocator=os.environ.get("TENSORMEM_CUDA_SUB_ALLOCATOR", "cuda-vmm"))
+        enable_cuda()  # the TENSORMEM_* environment, cuda-vmm by default
 
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = False

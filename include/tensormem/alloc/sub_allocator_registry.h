@@ -45,6 +45,16 @@ const std::vector<SubAllocatorInfo>& SubAllocatorKinds();
 absl::StatusOr<std::unique_ptr<SubAllocator>> CreateSubAllocator(
     std::string_view kind, const SubAllocatorParams& params);
 
+using SubAllocatorFactory = absl::StatusOr<std::unique_ptr<SubAllocator>> (*)(
+    const SubAllocatorParams& params);
+
+// Adds a kind defined above the alloc layer (the CUDA kinds, registered by
+// RegisterCudaSubAllocators() in tensormem/cuda). A name already known is
+// left as it is. Meant for start-up: a registration is not synchronised with
+// a concurrent SubAllocatorKinds() caller.
+void RegisterSubAllocatorKind(SubAllocatorInfo info,
+                              SubAllocatorFactory factory);
+
 }  // namespace tensormem
 
 #endif  // TENSORMEM_ALLOC_SUB_ALLOCATOR_REGISTRY_H_

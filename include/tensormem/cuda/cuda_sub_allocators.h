@@ -65,6 +65,12 @@ std::vector<std::string_view> CudaSubAllocatorKinds();
 absl::StatusOr<std::unique_ptr<SubAllocator>> CreateCudaSubAllocator(
     std::string_view kind, const CudaSubAllocatorParams& params);
 
+// Adds the four kinds to the sub-allocator registry (sub_allocator_registry.h),
+// so allocator specifications, the CLI and the plug-ins can name them. The
+// registry's capacity is cuda-vmm's reservation (0: twice the device memory).
+// Idempotent.
+void RegisterCudaSubAllocators();
+
 // What the four share: driver, device, error keeping.
 class CudaSubAllocatorBase : public SubAllocator {
  public:

@@ -38,12 +38,12 @@ namespace tensormem {
   X(cuGetErrorName)                                                           \
   X(cuDriverGetVersion)                                                       \
   X(cuDeviceGetCount)                                                         \
-  X(cuDeviceGet) X(cuDeviceTotalMem) X(cuDeviceGetAttribute)                  \
-      X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)                \
-          X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize) X(        \
-              cuMemGetInfo) X(cuMemAlloc) X(cuMemFree) X(cuMemHostAlloc)      \
-              X(cuMemFreeHost) X(cuMemGetAllocationGranularity) X(            \
-                  cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate)     \
+  X(cuDeviceGet)                                                              \
+  X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)     \
+      X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(   \
+          cuCtxSynchronize) X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree)        \
+          X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemGetAllocationGranularity) \
+              X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate)       \
                   X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) \
                       X(cuMemPoolCreate) X(cuMemPoolDestroy)                  \
                           X(cuMemPoolSetAttribute) X(cuMemPoolGetAttribute)   \
