@@ -43,6 +43,7 @@ void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
   }
   // Returning empty regions may let the upstream hand back one larger region.
   if (DeallocateFreeRegions(rounded)) {
+    ++stats_.num_alloc_retries;
     if (void* ptr = GrowAndFind(bytes, rounded, alignment, freed_before, pool))
       return ptr;
   }
@@ -110,6 +111,7 @@ void* BfcCore::MarkInUse(ChunkHandle handle, uint64_t bytes) {
   map_.AddLive(chunk.address, handle);
   ++stats_.num_allocs;
   stats_.bytes_in_use += chunk.size;
+  stats_.bytes_requested += bytes;
   stats_.peak_bytes_in_use =
       std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
   stats_.largest_alloc_size = std::max(stats_.largest_alloc_size, chunk.size);
@@ -123,6 +125,7 @@ absl::Status BfcCore::Free(void* ptr) {
   map_.RemoveLive(address);
   BfcChunk& chunk = map_.chunk(handle);
   chunk.allocation_id = -1;
+  stats_.bytes_requested -= chunk.requested_size;
   chunk.requested_size = 0;
   stats_.bytes_in_use -= chunk.size;
   if (timing_counter_ != nullptr) {

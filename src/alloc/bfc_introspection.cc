@@ -22,6 +22,15 @@ uint64_t BfcCore::LargestFreeBlock() const {
 AllocatorStats BfcCore::Stats() const {
   AllocatorStats stats = stats_;
   stats.largest_free_block_bytes = LargestFreeBlock();
+  stats.num_regions = static_cast<int64_t>(map_.regions().size());
+  for (const BfcRegion& region : map_.regions()) {
+    if (region.first_chunk == region.last_chunk) continue;  // not split
+    for (ChunkHandle h = region.first_chunk; h != kInvalidChunk;
+         h = map_.chunk(h).next) {
+      if (!map_.chunk(h).in_use())
+        stats.inactive_split_bytes += map_.chunk(h).size;
+    }
+  }
   return stats;
 }
 
@@ -119,6 +128,7 @@ std::string BfcCore::RenderOccupancy() const {
 
 absl::Status BfcCore::CheckInvariants() const {
   uint64_t in_use_bytes = 0, pool_bytes = 0, free_chunks = 0, live_chunks = 0;
+  uint64_t requested_bytes = 0;
   uint64_t previous_end = 0;
   for (const BfcRegion& region : map_.regions()) {
     if (region.begin < previous_end || region.end <= region.begin) {
@@ -145,6 +155,7 @@ absl::Status BfcCore::CheckInvariants() const {
       if (c.in_use()) {
         ++live_chunks;
         in_use_bytes += c.size;
+        requested_bytes += c.requested_size;
         if (map_.FindLive(c.address) != h || c.requested_size == 0 ||
             c.requested_size > c.size) {
           return absl::InternalError(absl::StrFormat(
@@ -183,6 +194,11 @@ absl::Status BfcCore::CheckInvariants() const {
     return absl::InternalError(absl::StrFormat(
         "%d free chunks but %d in the indexes", free_chunks, indexed_chunks));
   }
+  if (requested_bytes != stats_.bytes_requested) {
+    return absl::InternalError(
+        absl::StrFormat("requested bytes %d, but the chunks ask for %d",
+                        stats_.bytes_requested, requested_bytes));
+  }
   if (live_chunks != map_.num_live() || in_use_bytes != stats_.bytes_in_use ||
       pool_bytes != stats_.pool_bytes) {
     return absl::InternalError(
@@ -200,6 +216,7 @@ absl::Status BfcCore::CheckInvariants() const {
 
 void BfcCore::RecordFailure(uint64_t bytes, uint64_t rounded,
                             uint64_t alignment, uint64_t freed_before) {
+  ++stats_.num_ooms;
   const uint64_t limit = config_.memory_limit;
   const uint64_t free_bytes = stats_.pool_bytes - stats_.bytes_in_use;
   const uint64_t headroom =

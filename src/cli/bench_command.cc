@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "cli/bench_policies.h"
 #include "cli/bench_table.h"
 #include "cli/commands.h"
 #include "cli/replay_flags.h"
@@ -41,6 +42,7 @@ struct BenchFlags {
   bool json = false;
   bool min_limit = true;
   std::vector<std::string> strategies = {"greedy_by_size", "best_fit_multi"};
+  std::string policies;  // set: only the policy table, over traces
   size_t max_unestimated_buffers = 10000;
 };
 
@@ -186,9 +188,24 @@ std::optional<BenchRow> BenchBufferSet(const Workload& workload,
   return row;
 }
 
+void RunPolicies(const BenchFlags& flags) {
+  absl::StatusOr<std::vector<PolicyChoice>> choices =
+      ParsePolicyChoices(flags.policies);
+  if (!choices.ok()) Fail(kCommand, 2, std::string(choices.status().message()));
+  std::vector<std::string> paths, names;
+  for (const Workload& workload : FindWorkloads(flags.corpus)) {
+    if (!workload.is_trace) continue;
+    paths.push_back(workload.path);
+    names.push_back(workload.name);
+  }
+  if (paths.empty()) Fail(kCommand, 1, flags.corpus + ": no traces found");
+  RunPolicyBench(paths, names, *choices, flags.json);
+}
+
 void Run(const BenchFlags& flags) {
   if (!fs::is_directory(flags.corpus))
     Fail(kCommand, 2, flags.corpus + ": not a directory");
+  if (!flags.policies.empty()) return RunPolicies(flags);
   std::error_code error;
   fs::create_directories(flags.out, error);
   if (error) Fail(kCommand, 1, flags.out + ": " + error.message());
@@ -275,6 +292,12 @@ void AddBenchCommand(CLI::App& app) {
   command->add_option(
       "--max-unestimated-buffers", flags->max_unestimated_buffers,
       "largest set a strategy without a time estimate runs on (default 10000)");
+  command->add_option(
+      "--policies", flags->policies,
+      "instead: a table of allocation policies over the corpus's traces "
+      "(min limit / peak live, pool / peak live with growth, ns/op); 'all', "
+      "or names with an optional [config], e.g. "
+      "tf,pytorch[expandable_segments:True]");
   command->add_flag("--json", flags->json, "print one JSON object");
   command->callback([flags] {
     for (const std::string& name : flags->strategies) {

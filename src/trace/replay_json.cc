@@ -13,6 +13,17 @@ nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats) {
       {"peak_pool_bytes", stats.peak_pool_bytes},
       {"largest_free_block_bytes", stats.largest_free_block_bytes}};
   if (stats.bytes_limit) json["bytes_limit"] = *stats.bytes_limit;
+  // The same state as PyTorch's torch.cuda.memory_stats() names it.
+  json["pytorch"] = {{"allocated_bytes", stats.bytes_in_use},
+                     {"allocated_bytes_peak", stats.peak_bytes_in_use},
+                     {"reserved_bytes", stats.pool_bytes},
+                     {"reserved_bytes_peak", stats.peak_pool_bytes},
+                     {"active_bytes", stats.bytes_in_use},
+                     {"inactive_split_bytes", stats.inactive_split_bytes},
+                     {"requested_bytes", stats.bytes_requested},
+                     {"segment", stats.num_regions},
+                     {"num_ooms", stats.num_ooms},
+                     {"num_alloc_retries", stats.num_alloc_retries}};
   return json;
 }
 

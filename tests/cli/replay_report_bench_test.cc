@@ -146,6 +146,36 @@ TEST(BenchCliTest, CorpusTableAndReport) {
   EXPECT_TRUE(std::filesystem::exists(out + "/small.html"));
 }
 
+TEST(BenchCliTest, PolicyTableComparesEveryPolicy) {
+  const nlohmann::json json = RunJson(std::string("bench --corpus ") + kData +
+                                      "corpus --policies all --json");
+  ASSERT_EQ(json["traces"].size(), 1u);
+  const nlohmann::json& policies = json["traces"][0]["policies"];
+  ASSERT_EQ(policies.size(), 4u);
+  for (const char* label :
+       {"tight", "tf", "pytorch", "pytorch[expandable_segments:True]"}) {
+    ASSERT_TRUE(policies.contains(label)) << label;
+    EXPECT_GE(policies[label]["min_limit_over_live"].get<double>(), 1.0);
+    EXPECT_EQ(policies[label]["failed_allocs"], 0);
+  }
+  // 2,000 live bytes: 256-byte rounding needs 2,048; PyTorch's smallest
+  // segment is 2 MiB.
+  EXPECT_DOUBLE_EQ(policies["tight"]["min_limit_over_live"].get<double>(),
+                   2048 / 2000.0);
+  EXPECT_DOUBLE_EQ(policies["pytorch"]["min_limit_over_live"].get<double>(),
+                   (2 << 20) / 2000.0);
+
+  const CommandOutput unknown = RunTensormem(
+      std::string("bench --corpus ") + kData + "corpus --policies tf,nope");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("unknown policy 'nope'"));
+  const CommandOutput unbalanced =
+      RunTensormem(std::string("bench --corpus ") + kData +
+                   "corpus --policies 'pytorch[max_split_size_mb:64'");
+  EXPECT_EQ(unbalanced.exit_code, 2);
+  EXPECT_THAT(unbalanced.err, HasSubstr("unbalanced brackets"));
+}
+
 TEST(HelpTest, EveryCommandShowsAnExample) {
   for (const char* command : {"replay", "report", "bench"}) {
     const CommandOutput output = RunTensormem(std::string(command) + " --help");

@@ -17,6 +17,15 @@ struct AllocatorStats {
   uint64_t pool_bytes = 0;  // bytes held from the upstream
   uint64_t peak_pool_bytes = 0;
   uint64_t largest_free_block_bytes = 0;
+  // Also under PyTorch's names (see AllocatorStatsToJson): requested bytes
+  // of live blocks, free bytes inside regions that are split into several
+  // chunks, regions (segments), failed requests, and requests that returned
+  // free regions to the upstream and tried again.
+  uint64_t bytes_requested = 0;
+  uint64_t inactive_split_bytes = 0;
+  int64_t num_regions = 0;
+  int64_t num_ooms = 0;
+  int64_t num_alloc_retries = 0;
 
   // One "Name: value" line per field, sizes human-readable.
   std::string DebugString() const;

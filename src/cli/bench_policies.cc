@@ -1,0 +1,140 @@
+#include "cli/bench_policies.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/replay_flags.h"
+#include "nlohmann/json.hpp"
+#include "tensormem/alloc/policy_registry.h"
+#include "tensormem/trace/replay_allocator.h"
+
+namespace tensormem::cli {
+namespace {
+
+constexpr std::string_view kCommand = "bench";
+
+struct Cell {
+  double pool_ratio = 0;       // peak pool / peak live, with growth
+  double min_limit_ratio = 0;  // smallest no-growth limit / peak live
+  double ns_per_op = 0;
+  int64_t failed_allocs = 0;  // with growth, at the default limit
+};
+
+Cell Measure(const PreparedTrace& trace, const AllocatorSpec& spec,
+             const std::string& path) {
+  Cell cell;
+  cell.ns_per_op = MeasureSpeed(kCommand, trace, spec).ns_per_op;
+  absl::StatusOr<ReplayTarget> target = CreateReplayTarget(spec);
+  if (!target.ok()) Fail(kCommand, 1, std::string(target.status().message()));
+  absl::StatusOr<ReplayResult> result = Replay(trace, *target, {});
+  if (!result.ok())
+    Fail(kCommand, 1, path + ": " + std::string(result.status().message()));
+  cell.pool_ratio = result->metrics.fragmentation;
+  cell.failed_allocs = result->metrics.failed_allocs;
+  absl::StatusOr<MinimumLimit> limit = MinimumLimitFor(trace, spec);
+  if (!limit.ok())
+    Fail(kCommand, 1, path + ": " + std::string(limit.status().message()));
+  cell.min_limit_ratio = limit->ratio;
+  return cell;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<PolicyChoice>> ParsePolicyChoices(
+    const std::string& text) {
+  std::vector<std::string> items;
+  if (text == "all") {
+    for (const PolicyInfo& policy : Policies())
+      items.emplace_back(policy.name);
+    items.emplace_back("pytorch[expandable_segments:True]");
+  } else {
+    int depth = 0;
+    std::string item;
+    for (const char c : text + ",") {
+      depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+      if (c == ',' && depth == 0) {
+        if (!item.empty()) items.push_back(item);
+        item.clear();
+      } else {
+        item += c;
+      }
+    }
+    if (depth != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--policies: unbalanced brackets in '", text, "'"));
+    }
+  }
+  std::vector<PolicyChoice> choices;
+  for (const std::string& item : items) {
+    PolicyChoice choice{item, AllocatorSpec{}};
+    const size_t open = item.find('[');
+    choice.spec.policy = item.substr(0, open);
+    if (open != std::string::npos) {
+      if (item.back() != ']') {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--policies: '", item, "' lacks its closing ']'"));
+      }
+      choice.spec.config = item.substr(open + 1, item.size() - open - 2);
+    }
+    // Fails on unknown names and bad configurations before any replay.
+    absl::StatusOr<ReplayTarget> probe = CreateReplayTarget(choice.spec);
+    if (!probe.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--policies: ", item, ": ", probe.status().message()));
+    }
+    choices.push_back(std::move(choice));
+  }
+  if (choices.empty())
+    return absl::InvalidArgumentError("--policies: no policy given");
+  return choices;
+}
+
+void RunPolicyBench(const std::vector<std::string>& trace_paths,
+                    const std::vector<std::string>& names,
+                    const std::vector<PolicyChoice>& choices, bool json) {
+  nlohmann::json rows = nlohmann::json::array();
+  std::string table = "| trace | peak live |";
+  std::string rule = "|---|---:|";
+  for (const PolicyChoice& choice : choices) {
+    absl::StrAppend(&table, " ", choice.label,
+                    ": min limit / live, pool / live, ns/op |");
+    rule += "---|";
+  }
+  table += " lowest min limit |\n" + rule + "---|\n";
+  for (size_t t = 0; t < trace_paths.size(); ++t) {
+    const PreparedTrace trace = LoadTrace(kCommand, trace_paths[t]);
+    nlohmann::json row = {{"trace", names[t]},
+                          {"peak_live_bytes", trace.peak_live_bytes()},
+                          {"policies", nlohmann::json::object()}};
+    absl::StrAppend(&table, "| ", names[t], " | ",
+                    HumanBytes(trace.peak_live_bytes()), " |");
+    std::string winner;
+    double best = 0;
+    for (const PolicyChoice& choice : choices) {
+      const Cell cell = Measure(trace, choice.spec, trace_paths[t]);
+      row["policies"][choice.label] = {
+          {"pool_over_live", cell.pool_ratio},
+          {"min_limit_over_live", cell.min_limit_ratio},
+          {"ns_per_op", cell.ns_per_op},
+          {"failed_allocs", cell.failed_allocs}};
+      absl::StrAppend(&table, absl::StrFormat(" %.3f, %.3f, %.0f |",
+                                              cell.min_limit_ratio,
+                                              cell.pool_ratio, cell.ns_per_op));
+      if (winner.empty() || cell.min_limit_ratio < best) {
+        winner = choice.label;
+        best = cell.min_limit_ratio;
+      }
+    }
+    absl::StrAppend(&table, " ", winner, " |\n");
+    rows.push_back(std::move(row));
+  }
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"traces", rows}}.dump(2).c_str());
+  } else {
+    std::printf("%s", table.c_str());
+  }
+}
+
+}  // namespace tensormem::cli
