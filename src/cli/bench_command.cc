@@ -115,6 +115,7 @@ BenchRow BenchTrace(const Workload& workload, const BenchFlags& flags) {
   if (flags.min_limit) {
     extras.min_limit = Check(MinimumLimitFor(trace, bfc), workload.path);
     row.min_limit_ratio = extras.min_limit->ratio;
+    row.min_limit_method = MinLimitMethodName(extras.min_limit->method);
   }
   const absl::Status written =
       WriteHtmlFile((fs::path(flags.out) / row.page).string(),
