@@ -39,21 +39,17 @@ Spread SpreadOf(const std::vector<BenchRow>& rows,
 }  // namespace
 
 std::vector<std::string> Cells(const BenchRow& row) {
-  return {row.workload,
-          row.kind,
-          HumanBytes(row.peak_live),
-          row.bfc_peak_pool ? HumanBytes(*row.bfc_peak_pool) : "-",
-          Ratio(row.bfc_fragmentation),
-          // Marks a limit a bisection found and nothing confirmed as exact.
-          Ratio(row.min_limit_ratio) +
-              (row.min_limit_method.starts_with("bisection") ? " (bisection)"
-                                                             : ""),
-          Ns(row.bfc_ns_per_op),
-          Ns(row.system_ns_per_op),
-          row.best_plan_ratio
-              ? absl::StrFormat("%.4f (%s)", *row.best_plan_ratio,
-                                row.best_plan_strategy)
-              : "-"};
+  return {
+      row.workload, row.kind, HumanBytes(row.peak_live),
+      row.bfc_peak_pool ? HumanBytes(*row.bfc_peak_pool) : "-",
+      Ratio(row.bfc_fragmentation),
+      // Marks a limit a bisection found and nothing confirmed as exact.
+      Ratio(row.min_limit_ratio) +
+          (row.min_limit_method.starts_with("bisection") ? " (bisection)" : ""),
+      Ns(row.bfc_ns_per_op), Ns(row.system_ns_per_op),
+      row.best_plan_ratio ? absl::StrFormat("%.4f (%s)", *row.best_plan_ratio,
+                                            row.best_plan_strategy)
+                          : "-"};
 }
 
 const std::vector<std::string> kHeader = {

@@ -85,11 +85,10 @@ void PrintTable(const ReplayMetrics& m, const std::string& allocator,
     std::printf("%-22s %s\n", "min limit",
                 bytes(min_limit->limit_bytes).c_str());
     std::printf("%-22s %.4f\n", "min limit / peak live", min_limit->ratio);
-    std::printf("%-22s %s (%d replays; bisection alone: %s)\n",
-                "min limit found by",
-                std::string(MinLimitMethodName(min_limit->method)).c_str(),
-                min_limit->replays,
-                bytes(min_limit->bisection_limit_bytes).c_str());
+    std::printf(
+        "%-22s %s (%d replays; bisection alone: %s)\n", "min limit found by",
+        std::string(MinLimitMethodName(min_limit->method)).c_str(),
+        min_limit->replays, bytes(min_limit->bisection_limit_bytes).c_str());
   }
 }
 

@@ -85,9 +85,9 @@ void Fail(std::string_view command, int exit_code, std::string_view message) {
   throw CLI::RuntimeError(exit_code);
 }
 
-Trace ReadInput(std::string_view command, const std::string& path,
-                int device) {
-  absl::StatusOr<TraceInput> input = ReadTraceInput(path, {.format = std::nullopt, .device = device});
+Trace ReadInput(std::string_view command, const std::string& path, int device) {
+  absl::StatusOr<TraceInput> input =
+      ReadTraceInput(path, {.format = std::nullopt, .device = device});
   if (!input.ok()) Fail(command, 1, std::string(input.status().message()));
   return std::move(input->trace);
 }

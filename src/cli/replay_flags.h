@@ -52,8 +52,8 @@ ReplayMetrics MeasureSpeed(std::string_view command, const PreparedTrace& trace,
                            const AllocatorSpec& spec);
 
 // The smallest no-growth limit for `spec`'s allocator (design.md §4).
-absl::StatusOr<MinimumLimit> MinimumLimitFor(
-    const PreparedTrace& trace, const AllocatorSpec& spec);
+absl::StatusOr<MinimumLimit> MinimumLimitFor(const PreparedTrace& trace,
+                                             const AllocatorSpec& spec);
 
 }  // namespace tensormem::cli
 
