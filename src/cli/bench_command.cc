@@ -115,11 +115,11 @@ BenchRow BenchTrace(const Workload& workload, const BenchFlags& flags) {
   if (flags.min_limit) {
     extras.min_limit = Check(MinimumLimitFor(trace, bfc), workload.path);
     row.min_limit_ratio = extras.min_limit->ratio;
-    row.min_limit_method = MinLimitMethodName(extras.min_limit->method);
   }
-  const absl::Status written = WriteHtmlFile(
-      (fs::path(flags.out) / row.page).string(),
-      RenderReplayHtml(result, workload.name, DescribeAllocator(bfc), extras));
+  const absl::Status written =
+      WriteHtmlFile((fs::path(flags.out) / row.page).string(),
+                    RenderReplayHtml(result, workload.name,
+                                     DescribeAllocator(bfc), extras));
   if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
   return row;
 }
