@@ -270,7 +270,7 @@ absl::StatusOr<PytorchImport> ParsePytorchSnapshot(
 
 absl::StatusOr<PytorchImport> ReadPytorchSnapshot(
     const std::string& path, const PytorchSnapshotOptions& options) {
-  absl::StatusOr<std::string> bytes = ReadFileInflated(path);
+  absl::StatusOr<std::string> bytes = ReadWholeFileInflated(path);
   if (!bytes.ok()) return bytes.status();
   return ParsePytorchSnapshot(*std::move(bytes), path, options);
 }
