@@ -6,7 +6,9 @@
 # Each target starts from its checked-in seeds (fuzz/corpus/<name>) plus what
 # earlier runs found (<build>/corpus/<name>, which grows), with its dictionary
 # when there is one. Logs go to <build>/logs/<name>.log (read by
-# tools/reliability-report), crash inputs to <build>/crashes/. Exits non-zero
+# tools/reliability-report, with one line per run in history.tsv: time,
+# target, seconds, executions, edge coverage, features, exit status), crash
+# inputs to <build>/crashes/. Exits non-zero
 # when any target crashed, leaked, timed out or ran out of memory.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +41,13 @@ for target in "${targets[@]}"; do
     "$binary" "${flags[@]}" "$corpus" "fuzz/corpus/$target" \
     >"$build/logs/$target.log" 2>&1
   status=$?
-  summary=$(grep -E "^#[0-9]+ +DONE" "$build/logs/$target.log" | tail -1)
+  summary=$(grep -E "^#[0-9]+[[:space:]]+DONE" "$build/logs/$target.log" | tail -1)
+  # One line per run for tools/reliability-report: the totals span runs.
+  executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$build/logs/$target.log")
+  coverage=$(grep -oE "cov: [0-9]+ ft: [0-9]+" "$build/logs/$target.log" | tail -1 |
+             awk '{print $2 "\t" $4}')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$target" "$seconds" \
+    "${executions:-0}" "${coverage:-0	0}" "$status" >>"$build/logs/history.tsv"
   if [ $status -ne 0 ]; then
     failed+=("$target")
     echo "run_fuzzers: $target FAILED (exit $status), see $build/logs/$target.log:" >&2

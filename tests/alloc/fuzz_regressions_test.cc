@@ -8,6 +8,7 @@
 #include "alloc/bfc_test_util.h"
 #include "gtest/gtest.h"
 #include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/alloc/host_sub_allocator.h"
 #include "tensormem/alloc/simulated_sub_allocator.h"
 #include "tensormem/alloc/system_allocator.h"
 
@@ -23,6 +24,18 @@ TEST(FuzzRegressionTest, SystemAllocatorRefusesAlignment2Pow63) {
   void* fine = system.Allocate(64, size_t{1} << 12);
   EXPECT_NE(fine, nullptr);
   system.Deallocate(fine);
+}
+
+// fuzz/regressions/allocator/host_alignment_2_pow_63: the same, in the host
+// sub-allocator under a BFC allocator that passed the request's alignment on.
+TEST(FuzzRegressionTest, HostSubAllocatorRefusesAlignment2Pow63) {
+  HostSubAllocator host;
+  size_t received = 1;
+  EXPECT_EQ(host.Alloc(size_t{1} << 63, 4096, &received), nullptr);
+  EXPECT_EQ(received, 0u);
+  void* fine = host.Alloc(4096, 4096, &received);
+  ASSERT_NE(fine, nullptr);
+  host.Free(fine, received);
 }
 
 // The misuse sweep's hostile options: a fraction of 1e300 (a cast out of
