@@ -20,13 +20,19 @@
 #include "byte_reader.h"
 #include "tensormem/alloc/bfc_allocator.h"
 #include "tensormem/alloc/fault_injecting_sub_allocator.h"
+#include "tensormem/alloc/policy_registry.h"
 #include "tensormem/alloc/sub_allocator_registry.h"
 
 namespace tensormem::fuzz {
 
-// The BFC placement rules the driver covers. The reference index only knows
-// TensorFlow's rules, so it checks "tf" alone.
-inline std::vector<std::string> BfcPolicyNames() { return {"tf"}; }
+// Every registered allocation policy: a new one joins the driver by being
+// registered. The reference index only knows TensorFlow's rules, so it
+// checks "tf" alone.
+inline std::vector<std::string> BfcPolicyNames() {
+  std::vector<std::string> names;
+  for (const PolicyInfo& info : Policies()) names.emplace_back(info.name);
+  return names;
+}
 
 struct BfcSetup {
   std::string upstream_kind;
@@ -55,8 +61,8 @@ inline double DecodeFraction(ByteReader& input) {
 
 inline BfcSetup DecodeBfcSetup(ByteReader& input) {
   BfcSetup setup;
-  const std::vector<std::string_view> kinds = SubAllocatorKinds();
-  setup.upstream_kind = std::string(kinds[input.Below(kinds.size())]);
+  const std::vector<SubAllocatorInfo>& kinds = SubAllocatorKinds();
+  setup.upstream_kind = std::string(kinds[input.Below(kinds.size())].name);
   // Host regions are real memory: keep them small.
   const bool host = setup.upstream_kind == "host";
   setup.coalescing = !host && input.Bool();
@@ -90,12 +96,29 @@ inline std::unique_ptr<BfcAllocator> MakeBfc(const BfcSetup& setup,
                                              bool reference) {
   const uint64_t capacity =
       setup.limit > (uint64_t{1} << 40) ? uint64_t{1} << 41 : 2 * setup.limit + (64 << 20);
-  absl::StatusOr<std::unique_ptr<SubAllocator>> upstream =
-      CreateSubAllocator(setup.upstream_kind, capacity, setup.coalescing);
+  // Kinds that always (or never) coalesce refuse the other setting.
+  absl::StatusOr<std::unique_ptr<SubAllocator>> upstream = CreateSubAllocator(
+      setup.upstream_kind, {.capacity = capacity, .coalescing = setup.coalescing});
+  if (!upstream.ok()) {
+    upstream = CreateSubAllocator(
+        setup.upstream_kind, {.capacity = capacity, .coalescing = !setup.coalescing});
+  }
   if (!upstream.ok()) return nullptr;
   auto faulty = std::make_unique<FaultInjectingSubAllocator>(std::move(*upstream));
   for (int64_t call : setup.failing_calls) faulty->FailAllocCall(call);
   faulty->SetShortfall(setup.shortfall);
+  if (setup.policy != "tf") {
+    PolicyEnvironment environment;
+    environment.memory_limit = setup.limit;
+    environment.allow_growth = setup.options.allow_growth;
+    environment.upstream_coalesces = faulty->SupportsCoalescing();
+    environment.fragmentation_fraction = setup.options.fragmentation_fraction;
+    absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
+        CreatePolicy(setup.policy, environment);
+    if (!policy.ok()) return nullptr;
+    return std::make_unique<BfcAllocator>(std::move(faulty), setup.limit, setup.options,
+                                          *std::move(policy));
+  }
   std::unique_ptr<BfcFreeIndex> index =
       reference ? std::unique_ptr<BfcFreeIndex>(std::make_unique<ReferenceFreeIndex>())
                 : MakeFastFreeIndex();
