@@ -18,7 +18,7 @@ using testing::RunTensormem;
 struct HostileCase {
   std::string arguments;
   int exit_code;
-  std::string message;  // a part of stderr naming the problem
+  std::string message;  // a part of stderr naming the problem (the value)
 };
 
 TEST(HostileFlagsTest, EveryHostileOptionIsRefusedWithAMessage) {
@@ -26,15 +26,15 @@ TEST(HostileFlagsTest, EveryHostileOptionIsRefusedWithAMessage) {
   const std::string set = "tests/cli/data/unplaced.csv";
   const std::string graph = "tests/data/arena/simple_graph.json";
   const std::vector<HostileCase> cases = {
-      {"replay " + trace + " --memory-limit 0", 2, "memory limit 0"},
-      {"replay " + trace + " --memory-limit -1", 2, "invalid size '-1'"},
-      {"replay " + trace + " --memory-limit 99999999999999999999", 2, "invalid size"},
-      {"replay " + trace + " --memory-limit 16E", 2, "invalid size '16E'"},
-      {"replay " + trace + " --memory-limit nan", 2, "invalid size 'nan'"},
-      {"replay " + trace + " --fragmentation-fraction nan", 2, "fraction nan"},
-      {"replay " + trace + " --fragmentation-fraction -1", 2, "fraction -1"},
-      {"replay " + trace + " --fragmentation-fraction 2", 2, "fraction 2"},
-      {"replay " + trace + " --fragmentation-fraction inf", 2, "fraction inf"},
+      {"replay " + trace + " --memory-limit 0", 2, "'0'"},
+      {"replay " + trace + " --memory-limit -1", 2, "'-1'"},
+      {"replay " + trace + " --memory-limit 99999999999999999999", 2, "'99999999999999999999'"},
+      {"replay " + trace + " --memory-limit 16E", 2, "'16E'"},
+      {"replay " + trace + " --memory-limit nan", 2, "'nan'"},
+      {"replay " + trace + " --fragmentation-fraction nan", 2, "'nan'"},
+      {"replay " + trace + " --fragmentation-fraction -1", 2, "'-1'"},
+      {"replay " + trace + " --fragmentation-fraction 2", 2, "'2'"},
+      {"replay " + trace + " --fragmentation-fraction inf", 2, "'inf'"},
       {"replay " + trace + " --sub-allocator nope", 2, "unknown sub-allocator kind 'nope'"},
       {"plan " + set + " --align 0", 2, "--align '0'"},
       {"plan " + set + " --align 9223372036854775808", 1, "exceeds 2^63 bytes"},
