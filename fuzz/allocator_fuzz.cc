@@ -47,11 +47,16 @@ uint64_t Offset(const BfcAllocator& allocator, const void* block) {
 
 size_t DecodeAlignment(ByteReader& input) {
   switch (input.Byte() % 8) {
-    case 0: return 0;
-    case 1: return 3;
-    case 2: return size_t{1} << 63;
-    case 3: return size_t{1} << (input.Byte() % 40);
-    default: return 1;
+    case 0:
+      return 0;
+    case 1:
+      return 3;
+    case 2:
+      return size_t{1} << 63;
+    case 3:
+      return size_t{1} << (input.Byte() % 40);
+    default:
+      return 1;
   }
 }
 
@@ -63,7 +68,8 @@ void CheckState(const BfcAllocator& allocator,
   uint64_t in_use = 0;
   uintptr_t previous_end = 0;
   for (const auto& [address, block] : live) {
-    const std::optional<size_t> allocated = allocator.AllocatedSize(block.block);
+    const std::optional<size_t> allocated =
+        allocator.AllocatedSize(block.block);
     FUZZ_CHECK(allocated && *allocated >= block.requested, "block lost");
     FUZZ_CHECK(allocator.RequestedSize(block.block) == block.requested,
                "requested size changed");
@@ -129,7 +135,8 @@ void RunBfc(ByteReader& input) {
       std::advance(it, input.Below(live.size()));
       FUZZ_CHECK(allocator->CheckedDeallocate(it->second.block).ok(),
                  "free of a live block refused");
-      if (twin) FUZZ_CHECK(twin->CheckedDeallocate(it->second.twin).ok(), "twin");
+      if (twin)
+        FUZZ_CHECK(twin->CheckedDeallocate(it->second.twin).ok(), "twin");
       freed.push_back(it->second.block);
       live.erase(it);
       if (setup.timestamps) {
@@ -145,8 +152,9 @@ void RunBfc(ByteReader& input) {
       } else if (kind == 1) {
         auto it = live.begin();
         std::advance(it, input.Below(live.size()));
-        CheckRefused(*allocator, static_cast<char*>(it->second.block) + 1 +
-                                     input.Below(it->second.requested),
+        CheckRefused(*allocator,
+                     static_cast<char*>(it->second.block) + 1 +
+                         input.Below(it->second.requested),
                      "interior free");
       } else {
         CheckRefused(*allocator, reinterpret_cast<void*>(input.U64() | 1),
@@ -154,10 +162,20 @@ void RunBfc(ByteReader& input) {
       }
     } else if (op == 8) {
       switch (input.Byte() % 4) {
-        case 0: allocator->ClearStats(); if (twin) twin->ClearStats(); break;
-        case 1: (void)allocator->RecordMemoryDump().ToText(); break;
-        case 2: (void)allocator->RenderOccupancy(); (void)allocator->Fragmentation(); break;
-        default: (void)allocator->LastFailureReport(); break;
+        case 0:
+          allocator->ClearStats();
+          if (twin) twin->ClearStats();
+          break;
+        case 1:
+          (void)allocator->RecordMemoryDump().ToText();
+          break;
+        case 2:
+          (void)allocator->RenderOccupancy();
+          (void)allocator->Fragmentation();
+          break;
+        default:
+          (void)allocator->LastFailureReport();
+          break;
       }
     } else {
       if (setup.timestamps && input.Bool()) {
@@ -183,7 +201,8 @@ void RunBfc(ByteReader& input) {
 void RunAdaptors(ByteReader& input) {
   SystemAllocator system;
   system.SetMisusePolicy(MisusePolicy::kCallback, [](const absl::Status&) {});
-  std::shared_ptr<TrackingAllocator> tracker = TrackingAllocator::Create(system);
+  std::shared_ptr<TrackingAllocator> tracker =
+      TrackingAllocator::Create(system);
   LimitingAllocator capped(*tracker, input.Size(22));
   std::vector<std::pair<void*, size_t>> live;
   for (int call = 0; call < kMaxCalls && !input.empty(); ++call) {
@@ -210,7 +229,8 @@ void RunAdaptors(ByteReader& input) {
                "cap statistics disagree with the live blocks");
   }
   for (const auto& [block, bytes] : live) capped.Deallocate(block);
-  FUZZ_CHECK(tracker->Summary().outstanding_allocations == 0, "leak in tracker");
+  FUZZ_CHECK(tracker->Summary().outstanding_allocations == 0,
+             "leak in tracker");
 }
 
 }  // namespace

@@ -49,13 +49,20 @@ struct BfcSetup {
 
 inline double DecodeFraction(ByteReader& input) {
   switch (input.Byte() % 8) {
-    case 0: return std::numeric_limits<double>::quiet_NaN();
-    case 1: return -1;
-    case 2: return 2;
-    case 3: return 1e300;
-    case 4: return 0.001;
-    case 5: return 0.5;
-    default: return 0;
+    case 0:
+      return std::numeric_limits<double>::quiet_NaN();
+    case 1:
+      return -1;
+    case 2:
+      return 2;
+    case 3:
+      return 1e300;
+    case 4:
+      return 0.001;
+    case 5:
+      return 0.5;
+    default:
+      return 0;
   }
 }
 
@@ -77,7 +84,8 @@ inline BfcSetup DecodeBfcSetup(ByteReader& input) {
   // Offsets are comparable only where placement is deterministic.
   setup.reference_oracle = setup.policy == "tf" && (flags & 8) != 0 &&
                            setup.upstream_kind == "simulated";
-  if ((flags & 16) != 0) setup.options.fragmentation_fraction = DecodeFraction(input);
+  if ((flags & 16) != 0)
+    setup.options.fragmentation_fraction = DecodeFraction(input);
   if ((flags & 32) != 0) {
     for (int i = input.Byte() % 4; i > 0; --i)
       setup.failing_calls.push_back(1 + input.Byte() % 16);
@@ -94,17 +102,21 @@ inline BfcSetup DecodeBfcSetup(ByteReader& input) {
 // without the device).
 inline std::unique_ptr<BfcAllocator> MakeBfc(const BfcSetup& setup,
                                              bool reference) {
-  const uint64_t capacity =
-      setup.limit > (uint64_t{1} << 40) ? uint64_t{1} << 41 : 2 * setup.limit + (64 << 20);
+  const uint64_t capacity = setup.limit > (uint64_t{1} << 40)
+                                ? uint64_t{1} << 41
+                                : 2 * setup.limit + (64 << 20);
   // Kinds that always (or never) coalesce refuse the other setting.
   absl::StatusOr<std::unique_ptr<SubAllocator>> upstream = CreateSubAllocator(
-      setup.upstream_kind, {.capacity = capacity, .coalescing = setup.coalescing});
+      setup.upstream_kind,
+      {.capacity = capacity, .coalescing = setup.coalescing});
   if (!upstream.ok()) {
     upstream = CreateSubAllocator(
-        setup.upstream_kind, {.capacity = capacity, .coalescing = !setup.coalescing});
+        setup.upstream_kind,
+        {.capacity = capacity, .coalescing = !setup.coalescing});
   }
   if (!upstream.ok()) return nullptr;
-  auto faulty = std::make_unique<FaultInjectingSubAllocator>(std::move(*upstream));
+  auto faulty =
+      std::make_unique<FaultInjectingSubAllocator>(std::move(*upstream));
   for (int64_t call : setup.failing_calls) faulty->FailAllocCall(call);
   faulty->SetShortfall(setup.shortfall);
   if (setup.policy != "tf") {
@@ -116,14 +128,15 @@ inline std::unique_ptr<BfcAllocator> MakeBfc(const BfcSetup& setup,
     absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
         CreatePolicy(setup.policy, environment);
     if (!policy.ok()) return nullptr;
-    return std::make_unique<BfcAllocator>(std::move(faulty), setup.limit, setup.options,
-                                          *std::move(policy));
+    return std::make_unique<BfcAllocator>(std::move(faulty), setup.limit,
+                                          setup.options, *std::move(policy));
   }
   std::unique_ptr<BfcFreeIndex> index =
-      reference ? std::unique_ptr<BfcFreeIndex>(std::make_unique<ReferenceFreeIndex>())
+      reference ? std::unique_ptr<BfcFreeIndex>(
+                      std::make_unique<ReferenceFreeIndex>())
                 : MakeFastFreeIndex();
-  return std::make_unique<BfcAllocator>(std::move(faulty), setup.limit, setup.options,
-                                        std::move(index));
+  return std::make_unique<BfcAllocator>(std::move(faulty), setup.limit,
+                                        setup.options, std::move(index));
 }
 
 }  // namespace tensormem::fuzz

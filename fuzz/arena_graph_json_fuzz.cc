@@ -36,13 +36,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(ValidateArenaGraph(*graph).ok(), "accepted an invalid graph");
   if (!SmallEnoughToCommit(*graph)) return 0;
-  for (ArenaPlannerKind kind : {ArenaPlannerKind::kGreedy, ArenaPlannerKind::kQueue}) {
+  for (ArenaPlannerKind kind :
+       {ArenaPlannerKind::kGreedy, ArenaPlannerKind::kQueue}) {
     ArenaGraph copy = *graph;
     absl::StatusOr<std::unique_ptr<ArenaPlanner>> planner =
         ArenaPlanner::Create(&copy, {.planner = kind});
     if (!planner.ok()) continue;
     if (!(*planner)->PlanAllocations().ok()) continue;
-    (void)(*planner)->ExecuteAllocations(0, static_cast<int>(copy.nodes.size()) - 1);
+    (void)(*planner)->ExecuteAllocations(
+        0, static_cast<int>(copy.nodes.size()) - 1);
   }
   return 0;
 }

@@ -7,15 +7,15 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define FUZZ_CHECK(condition, ...)                                     \
-  do {                                                                 \
-    if (!(condition)) {                                                \
-      std::fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__,      \
-                   __LINE__, #condition);                              \
-      std::fprintf(stderr, __VA_ARGS__);                               \
-      std::fprintf(stderr, "\n");                                      \
-      std::abort();                                                    \
-    }                                                                  \
+#define FUZZ_CHECK(condition, ...)                                          \
+  do {                                                                      \
+    if (!(condition)) {                                                     \
+      std::fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, \
+                   #condition);                                             \
+      std::fprintf(stderr, __VA_ARGS__);                                    \
+      std::fprintf(stderr, "\n");                                           \
+      std::abort();                                                         \
+    }                                                                       \
   } while (false)
 
 #endif  // TENSORMEM_FUZZ_FUZZ_CHECK_H_

@@ -24,12 +24,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       LoadOnnxModelFromBytes(reader.Rest(), options, "fuzz.onnx");
   if (!model.ok()) {
     FUZZ_CHECK(absl::StrContains(model.status().message(), "fuzz.onnx"),
-               "error does not name the input: %s", model.status().ToString().c_str());
+               "error does not name the input: %s",
+               model.status().ToString().c_str());
     return 0;
   }
   const BufferSet set = ModelBufferSet(*model);
-  absl::StatusOr<BufferSet> again = ParseBufferSetCsv(FormatBufferSetCsv(set), "written");
-  FUZZ_CHECK(again.ok() || set.buffers.empty(), "buffer set does not read back: %s",
+  absl::StatusOr<BufferSet> again =
+      ParseBufferSetCsv(FormatBufferSetCsv(set), "written");
+  FUZZ_CHECK(again.ok() || set.buffers.empty(),
+             "buffer set does not read back: %s",
              again.status().ToString().c_str());
   const absl::Status valid = ValidateArenaGraph(ModelArenaGraph(*model));
   FUZZ_CHECK(valid.ok(), "arena graph invalid: %s", valid.ToString().c_str());

@@ -26,7 +26,8 @@ void Visit(const PickleValue& value, int depth, int& budget) {
   }
   const PickleValue::Kind kind = value.kind();
   if (kind == PickleValue::Kind::kList || kind == PickleValue::Kind::kTuple) {
-    for (size_t i = 0; i < value.size(); ++i) Visit(value[i], depth + 1, budget);
+    for (size_t i = 0; i < value.size(); ++i)
+      Visit(value[i], depth + 1, budget);
   }
   (void)value.Find("device_traces");
   (void)value.Find("");
@@ -39,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::ByteReader reader(data, size);
   const int device = reader.Byte() % 3;
   const std::string bytes(reader.Rest());
-  absl::StatusOr<PickleDocument> document = PickleDocument::Parse(bytes, "fuzz.pickle");
+  absl::StatusOr<PickleDocument> document =
+      PickleDocument::Parse(bytes, "fuzz.pickle");
   if (document.ok()) {
     int budget = 10000;
     Visit(document->root(), 0, budget);

@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
 
-std::vector<std::filesystem::path> InputsUnder(const std::filesystem::path& path) {
+std::vector<std::filesystem::path> InputsUnder(
+    const std::filesystem::path& path) {
   std::vector<std::filesystem::path> inputs;
   if (std::filesystem::is_directory(path)) {
     for (const auto& entry : std::filesystem::directory_iterator(path)) {

@@ -35,7 +35,9 @@ class MemoryFile {
     }
   }
   ~MemoryFile() { close(descriptor_); }
-  std::string path() const { return absl::StrCat("/proc/self/fd/", descriptor_); }
+  std::string path() const {
+    return absl::StrCat("/proc/self/fd/", descriptor_);
+  }
 
  private:
   int descriptor_;
@@ -93,7 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text = reader.Rest();
   if (mode == 2) {  // arbitrary bytes through the streaming reader (bad gzip)
     absl::StatusOr<Trace> trace = ReadStreaming(text);
-    if (!trace.ok()) FUZZ_CHECK(!trace.status().message().empty(), "empty error");
+    if (!trace.ok())
+      FUZZ_CHECK(!trace.status().message().empty(), "empty error");
     return 0;
   }
   absl::StatusOr<Trace> parsed = ParseTrace(text, "fuzz.trace");

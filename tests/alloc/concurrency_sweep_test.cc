@@ -91,7 +91,8 @@ TEST(ConcurrencySweepTest, FourThreadsKeepInvariantsAtQuiescentPoints) {
         allocated += *size;
       }
     }
-    EXPECT_EQ(allocator->GetStats()->bytes_in_use, allocated) << "round " << round;
+    EXPECT_EQ(allocator->GetStats()->bytes_in_use, allocated)
+        << "round " << round;
     ++checked_rounds;
     round_checked.arrive_and_wait();
   }
@@ -102,8 +103,8 @@ TEST(ConcurrencySweepTest, FourThreadsKeepInvariantsAtQuiescentPoints) {
   EXPECT_EQ(checked_rounds, kRounds);
   EXPECT_EQ(allocator->GetStats()->bytes_in_use, 0u);
   EXPECT_TRUE(testing::InvariantsHold(*allocator));
-  std::printf("[sweep] concurrency: %d threads x %d rounds x %d calls\n", kThreads,
-              kRounds, kCallsPerRound);
+  std::printf("[sweep] concurrency: %d threads x %d rounds x %d calls\n",
+              kThreads, kRounds, kCallsPerRound);
 }
 
 }  // namespace

@@ -50,16 +50,18 @@ struct Config {
   bool coalescing;
 };
 
-std::unique_ptr<BfcAllocator> MakeAllocator(const Config& config,
-                                            std::unique_ptr<SubAllocator> upstream) {
+std::unique_ptr<BfcAllocator> MakeAllocator(
+    const Config& config, std::unique_ptr<SubAllocator> upstream) {
   BfcAllocator::Options options = QuietOptions(config.growth);
   options.garbage_collection = config.gc;
-  return std::make_unique<BfcAllocator>(std::move(upstream), 64 * kMiB, options);
+  return std::make_unique<BfcAllocator>(std::move(upstream), 64 * kMiB,
+                                        options);
 }
 
 // Runs `requests`, checking after every step; frees everything at the end and
 // returns the regions. `probe` is the allocator's upstream.
-RunResult RunWorkload(BfcAllocator& allocator, FaultInjectingSubAllocator& probe,
+RunResult RunWorkload(BfcAllocator& allocator,
+                      FaultInjectingSubAllocator& probe,
                       const std::vector<Request>& requests) {
   RunResult result;
   std::vector<void*> live;
@@ -68,19 +70,22 @@ RunResult RunWorkload(BfcAllocator& allocator, FaultInjectingSubAllocator& probe
       allocator.Deallocate(live.front());
       live.erase(live.begin());
     }
-    void* block = allocator.AllocateRaw(requests[i].alignment, requests[i].bytes);
+    void* block =
+        allocator.AllocateRaw(requests[i].alignment, requests[i].bytes);
     if (block == nullptr) {
       result.failed.push_back(i);
     } else {
       EXPECT_EQ(reinterpret_cast<uintptr_t>(block) %
-                    std::max<size_t>(256, requests[i].alignment), 0u);
+                    std::max<size_t>(256, requests[i].alignment),
+                0u);
       live.push_back(block);
     }
     EXPECT_TRUE(InvariantsHold(allocator)) << "request " << i;
     uint64_t in_use = 0;
     for (void* p : live) in_use += allocator.AllocatedSize(p).value_or(0);
     EXPECT_EQ(allocator.GetStats()->bytes_in_use, in_use) << "request " << i;
-    EXPECT_EQ(allocator.GetStats()->pool_bytes, probe.live_bytes()) << "request " << i;
+    EXPECT_EQ(allocator.GetStats()->pool_bytes, probe.live_bytes())
+        << "request " << i;
   }
   for (void* p : live) allocator.Deallocate(p);
   allocator.ReleaseFreeRegions();
@@ -106,10 +111,12 @@ TEST_P(FaultSweepTest, UpstreamFailsAtEveryCall) {
     const std::vector<Request> requests = Workload(seed);
     FaultInjectingSubAllocator* probe = nullptr;
     auto baseline_allocator = MakeFaulty(GetParam(), &probe);
-    const RunResult baseline = RunWorkload(*baseline_allocator, *probe, requests);
+    const RunResult baseline =
+        RunWorkload(*baseline_allocator, *probe, requests);
     ASSERT_GT(baseline.upstream_calls, 0);
     for (int64_t k = 1; k <= baseline.upstream_calls + 1; ++k) {
-      SCOPED_TRACE(::testing::Message() << "seed " << seed << " failing call " << k);
+      SCOPED_TRACE(::testing::Message()
+                   << "seed " << seed << " failing call " << k);
       auto allocator = MakeFaulty(GetParam(), &probe);
       probe->FailAllocCall(k);
       const RunResult faulted = RunWorkload(*allocator, *probe, requests);
@@ -120,14 +127,16 @@ TEST_P(FaultSweepTest, UpstreamFailsAtEveryCall) {
         if (std::find(baseline.failed.begin(), baseline.failed.end(), i) !=
             baseline.failed.end())
           continue;
-        void* block = allocator->AllocateRaw(requests[i].alignment, requests[i].bytes);
+        void* block =
+            allocator->AllocateRaw(requests[i].alignment, requests[i].bytes);
         EXPECT_NE(block, nullptr) << "request " << i << " still fails";
         allocator->Deallocate(block);
       }
       EXPECT_TRUE(InvariantsHold(*allocator));
     }
   }
-  std::printf("[sweep] fault points: %lld\n", static_cast<long long>(fault_points));
+  std::printf("[sweep] fault points: %lld\n",
+              static_cast<long long>(fault_points));
 }
 
 TEST_P(FaultSweepTest, ShortRegionsAreUsedOnlyAsFarAsReported) {
@@ -151,7 +160,8 @@ class MisaligningSubAllocator final : public SubAllocator {
   ~MisaligningSubAllocator() override { EXPECT_TRUE(regions_.empty()); }
   void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override {
     size_t received = 0;
-    char* region = static_cast<char*>(wrapped_.Alloc(alignment, bytes, &received));
+    char* region =
+        static_cast<char*>(wrapped_.Alloc(alignment, bytes, &received));
     if (region == nullptr || received <= shift_) return region;
     regions_[region + shift_] = received;
     *bytes_received = received - shift_;
@@ -177,9 +187,11 @@ class MisaligningSubAllocator final : public SubAllocator {
 TEST_P(FaultSweepTest, MisalignedRegionsAreReturnedUnused) {
   for (size_t shift : {size_t{1}, size_t{8}, size_t{64}, size_t{255}}) {
     SCOPED_TRACE(::testing::Message() << "shift " << shift);
-    auto allocator = MakeAllocator(GetParam(), std::make_unique<MisaligningSubAllocator>(shift));
+    auto allocator = MakeAllocator(
+        GetParam(), std::make_unique<MisaligningSubAllocator>(shift));
     for (const Request& request : Workload(11)) {
-      EXPECT_EQ(allocator->AllocateRaw(request.alignment, request.bytes), nullptr);
+      EXPECT_EQ(allocator->AllocateRaw(request.alignment, request.bytes),
+                nullptr);
       ASSERT_TRUE(InvariantsHold(*allocator));
       EXPECT_EQ(allocator->GetStats()->pool_bytes, 0u);
     }

@@ -40,13 +40,16 @@ TEST(FuzzRegressionTest, HostSubAllocatorRefusesAlignment2Pow63) {
 
 // The misuse sweep's hostile options: a fraction of 1e300 (a cast out of
 // range) or 1e-300 (0 bytes) made every split leave an empty chunk behind.
-TEST(FuzzRegressionTest, ExtremeFragmentationFractionsNeverSplitOffEmptyChunks) {
-  for (double fraction : {1e300, 1e-300, std::numeric_limits<double>::quiet_NaN(),
-                          std::numeric_limits<double>::infinity()}) {
-    BfcAllocator::Options options = testing::QuietOptions(/*allow_growth=*/true);
+TEST(FuzzRegressionTest,
+     ExtremeFragmentationFractionsNeverSplitOffEmptyChunks) {
+  for (double fraction :
+       {1e300, 1e-300, std::numeric_limits<double>::quiet_NaN(),
+        std::numeric_limits<double>::infinity()}) {
+    BfcAllocator::Options options =
+        testing::QuietOptions(/*allow_growth=*/true);
     options.fragmentation_fraction = fraction;
-    BfcAllocator allocator(std::make_unique<SimulatedSubAllocator>(64 * kMiB), 256,
-                           options);
+    BfcAllocator allocator(std::make_unique<SimulatedSubAllocator>(64 * kMiB),
+                           256, options);
     void* block = allocator.AllocateRaw(256, 1);
     ASSERT_NE(block, nullptr) << fraction;
     EXPECT_TRUE(testing::InvariantsHold(allocator)) << fraction;

@@ -22,7 +22,8 @@ namespace tensormem {
 namespace {
 
 enum class BadFree { kDouble, kUnknown, kInterior };
-constexpr BadFree kBadFrees[] = {BadFree::kDouble, BadFree::kUnknown, BadFree::kInterior};
+constexpr BadFree kBadFrees[] = {BadFree::kDouble, BadFree::kUnknown,
+                                 BadFree::kInterior};
 
 // The allocators under test, each behind the plain Allocator interface.
 struct Subject {
@@ -38,13 +39,17 @@ class Owning final : public Allocator {
   explicit Owning(std::unique_ptr<Allocator> inner, Args... args)
       : inner_(std::move(inner)), adaptor_(*inner_, args...) {}
   std::string Name() const override { return adaptor_.Name(); }
-  std::optional<AllocatorStats> GetStats() const override { return adaptor_.GetStats(); }
+  std::optional<AllocatorStats> GetStats() const override {
+    return adaptor_.GetStats();
+  }
 
  private:
   void* DoAllocate(size_t bytes, size_t alignment) override {
     return adaptor_.Allocate(bytes, alignment);
   }
-  absl::Status DoDeallocate(void* ptr) override { return adaptor_.CheckedDeallocate(ptr); }
+  absl::Status DoDeallocate(void* ptr) override {
+    return adaptor_.CheckedDeallocate(ptr);
+  }
   std::unique_ptr<Allocator> inner_;
   Adaptor adaptor_;
 };
@@ -58,7 +63,10 @@ std::vector<Subject> Subjects() {
       {"bfc", MakeBfc},
       {"system", [] { return std::make_unique<SystemAllocator>(); }},
       {"limiting(bfc)",
-       [] { return std::make_unique<Owning<LimitingAllocator>>(MakeBfc(), uint64_t{32} * kMiB); }},
+       [] {
+         return std::make_unique<Owning<LimitingAllocator>>(
+             MakeBfc(), uint64_t{32} * kMiB);
+       }},
       {"limiting(system)",
        [] {
          return std::make_unique<Owning<LimitingAllocator>>(
@@ -86,11 +94,12 @@ TEST(MisuseSweepTest, EveryBadFreeUnderEveryPolicyOnEveryAllocator) {
   int cases = 0;
   for (const Subject& subject : Subjects()) {
     for (BadFree kind : kBadFrees) {
-      for (MisusePolicy policy : {MisusePolicy::kCallback, MisusePolicy::kLogAndIgnore,
-                                  MisusePolicy::kLogAndAbort}) {
-        SCOPED_TRACE(::testing::Message() << subject.name << " kind "
-                                          << static_cast<int>(kind) << " policy "
-                                          << static_cast<int>(policy));
+      for (MisusePolicy policy :
+           {MisusePolicy::kCallback, MisusePolicy::kLogAndIgnore,
+            MisusePolicy::kLogAndAbort}) {
+        SCOPED_TRACE(::testing::Message()
+                     << subject.name << " kind " << static_cast<int>(kind)
+                     << " policy " << static_cast<int>(policy));
         std::unique_ptr<Allocator> allocator = subject.make();
         void* live = allocator->Allocate(4096);
         ASSERT_NE(live, nullptr);
@@ -128,8 +137,12 @@ TEST(MisuseSweepTest, EveryBadFreeUnderEveryPolicyOnEveryAllocator) {
 }
 
 TEST(MisuseSweepTest, HostileSizesAndAlignmentsFailCleanly) {
-  const size_t sizes[] = {0, SIZE_MAX, SIZE_MAX - 255, size_t{1} << 63,
-                          (size_t{1} << 63) + 1, size_t{1} << 40};
+  const size_t sizes[] = {0,
+                          SIZE_MAX,
+                          SIZE_MAX - 255,
+                          size_t{1} << 63,
+                          (size_t{1} << 63) + 1,
+                          size_t{1} << 40};
   const size_t alignments[] = {0, 3, 6, size_t{1} << 63, SIZE_MAX};
   int cases = 0;
   for (const Subject& subject : Subjects()) {
@@ -168,14 +181,17 @@ TEST(MisuseSweepTest, HostileBfcOptionsKeepInvariants) {
   for (double fraction : fractions) {
     for (uint64_t limit : limits) {
       for (bool growth : {true, false}) {
-        SCOPED_TRACE(::testing::Message() << "fraction " << fraction << " limit "
-                                          << limit << " growth " << growth);
+        SCOPED_TRACE(::testing::Message()
+                     << "fraction " << fraction << " limit " << limit
+                     << " growth " << growth);
         BfcAllocator::Options options = testing::QuietOptions(growth);
         options.fragmentation_fraction = fraction;
-        BfcAllocator allocator(std::make_unique<SimulatedSubAllocator>(256 * kMiB),
-                               limit, options);
+        BfcAllocator allocator(
+            std::make_unique<SimulatedSubAllocator>(256 * kMiB), limit,
+            options);
         std::vector<void*> live;
-        for (size_t bytes : {size_t{1}, size_t{1000}, size_t{3} << 20, size_t{100} << 20}) {
+        for (size_t bytes :
+             {size_t{1}, size_t{1000}, size_t{3} << 20, size_t{100} << 20}) {
           if (void* p = allocator.AllocateRaw(256, bytes)) live.push_back(p);
           ASSERT_TRUE(testing::InvariantsHold(allocator));
         }

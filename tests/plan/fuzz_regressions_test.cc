@@ -27,8 +27,8 @@ TEST(FuzzRegressionTest, StrayLowerInClosedHeaderReadsAsClosed) {
 // fuzz/regressions/arena_graph_json/number_out_of_double_range: a number
 // such as 1e3089 threw out_of_range through the reader (std::terminate).
 TEST(FuzzRegressionTest, JsonNumberOutOfDoubleRangeIsAnError) {
-  absl::StatusOr<ArenaGraph> graph =
-      ParseArenaGraphJson(R"({"tensors": [{"size": 1e3089}], "nodes": []})", "big.json");
+  absl::StatusOr<ArenaGraph> graph = ParseArenaGraphJson(
+      R"({"tensors": [{"size": 1e3089}], "nodes": []})", "big.json");
   ASSERT_FALSE(graph.ok());
   EXPECT_THAT(graph.status().message(), HasSubstr("big.json: not valid JSON"));
 }

@@ -46,7 +46,8 @@ TEST(PluginEnvMisuseTest, HostileVariablesAreRefusedByName) {
     // The variable, or the specification field it sets ("sub_allocator").
     const std::string field = absl::AsciiStrToLower(name.substr(10));
     const std::string message(options.status().message());
-    EXPECT_TRUE(absl::StrContains(message, name) || absl::StrContains(message, field))
+    EXPECT_TRUE(absl::StrContains(message, name) ||
+                absl::StrContains(message, field))
         << message;
   }
   std::printf("[sweep] plug-in environment misuse cases: %zu\n", cases.size());

@@ -15,8 +15,9 @@ using ::testing::HasSubstr;
 
 // The fuzz input without its first byte (the target's device choice).
 std::string SnapshotOfFuzzInput(const std::string& name) {
-  std::ifstream file(std::string(TENSORMEM_SOURCE_DIR) + "/fuzz/regressions/" + name,
-                     std::ios::binary);
+  std::ifstream file(
+      std::string(TENSORMEM_SOURCE_DIR) + "/fuzz/regressions/" + name,
+      std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(file)),
                           std::istreambuf_iterator<char>());
   EXPECT_FALSE(bytes.empty()) << name;
@@ -27,9 +28,11 @@ std::string SnapshotOfFuzzInput(const std::string& name) {
 // 2^54 us apart overflowed int64 when converted to nanoseconds.
 TEST(FuzzRegressionTest, SnapshotTimesTooFarApartAreAnError) {
   absl::StatusOr<PytorchImport> snapshot = ParsePytorchSnapshot(
-      SnapshotOfFuzzInput("pickle_snapshot/time_us_difference_overflows"), "snap.pickle");
+      SnapshotOfFuzzInput("pickle_snapshot/time_us_difference_overflows"),
+      "snap.pickle");
   ASSERT_FALSE(snapshot.ok());
-  EXPECT_THAT(snapshot.status().message(), HasSubstr("snap.pickle: device trace entry"));
+  EXPECT_THAT(snapshot.status().message(),
+              HasSubstr("snap.pickle: device trace entry"));
   EXPECT_THAT(snapshot.status().message(), HasSubstr("is out of range"));
 }
 

@@ -75,7 +75,8 @@ class LazyFile {
  private:
   static bool WriteAll(int descriptor, const std::string& bytes) {
     for (size_t done = 0; done < bytes.size();) {
-      const ssize_t n = write(descriptor, bytes.data() + done, bytes.size() - done);
+      const ssize_t n =
+          write(descriptor, bytes.data() + done, bytes.size() - done);
       if (n <= 0) return false;
       done += n;
     }
@@ -88,7 +89,9 @@ class LazyFile {
 std::string Gzip(const std::string& text) {
   std::string out(compressBound(text.size()) + 64, '\0');
   z_stream stream{};
-  EXPECT_EQ(deflateInit2(&stream, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
+  EXPECT_EQ(
+      deflateInit2(&stream, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY),
+      Z_OK);
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
   stream.avail_in = text.size();
   stream.next_out = reinterpret_cast<Bytef*>(out.data());
@@ -100,7 +103,8 @@ std::string Gzip(const std::string& text) {
 }
 
 std::string WriteTemp(const std::string& name, const std::string& bytes) {
-  const std::string path = absl::StrCat(::testing::TempDir(), "/", getpid(), "_", name);
+  const std::string path =
+      absl::StrCat(::testing::TempDir(), "/", getpid(), "_", name);
   FILE* file = std::fopen(path.c_str(), "wb");
   EXPECT_NE(file, nullptr);
   std::fwrite(bytes.data(), 1, bytes.size(), file);
@@ -111,17 +115,21 @@ std::string WriteTemp(const std::string& name, const std::string& bytes) {
 TEST(HostileFilesTest, PickleDeclaring2To60BytesIsAnErrorWithItsOffset) {
   const std::string huge = "\x00\x00\x00\x00\x00\x00\x00\x10";  // 2^60, LE
   const std::string inputs[] = {
-      std::string("\x80\x04\x8d", 3) + huge + "abc.",       // BINUNICODE8
-      std::string("\x80\x04\x95", 3) + huge + "N.",         // FRAME
-      std::string("\x80\x04\x8b\xff\xff\xff\x7f", 7) + ".",  // LONG4 of 2^31 bytes
-      std::string("\x80\x04j\xff\xff\xff\xff.", 9),          // LONG_BINGET 2^32-1
-      std::string("\x80\x04]", 3) + std::string(1 << 16, '(') + ".",  // 65536 MARKs
+      std::string("\x80\x04\x8d", 3) + huge + "abc.",  // BINUNICODE8
+      std::string("\x80\x04\x95", 3) + huge + "N.",    // FRAME
+      std::string("\x80\x04\x8b\xff\xff\xff\x7f", 7) +
+          ".",                                       // LONG4 of 2^31 bytes
+      std::string("\x80\x04j\xff\xff\xff\xff.", 9),  // LONG_BINGET 2^32-1
+      std::string("\x80\x04]", 3) + std::string(1 << 16, '(') +
+          ".",  // 65536 MARKs
   };
   for (const std::string& bytes : inputs) {
-    absl::StatusOr<PickleDocument> document = PickleDocument::Parse(bytes, "h.pickle");
+    absl::StatusOr<PickleDocument> document =
+        PickleDocument::Parse(bytes, "h.pickle");
     if (document.ok()) continue;  // a FRAME length is only a hint
     EXPECT_THAT(document.status().message(), HasSubstr("h.pickle: offset "));
-    absl::StatusOr<PytorchImport> snapshot = ParsePytorchSnapshot(bytes, "h.pickle");
+    absl::StatusOr<PytorchImport> snapshot =
+        ParsePytorchSnapshot(bytes, "h.pickle");
     EXPECT_FALSE(snapshot.ok());
   }
 }
@@ -149,10 +157,12 @@ TEST(HostileFilesTest, GzipBombsAreStreamedOrRefused) {
   std::string lines;
   while (lines.size() < (size_t{16} << 20)) lines += "a 1 256\nf 1\n";
   const std::string valid = WriteTemp("bomb.trace.gz", Gzip(lines));
-  const std::string zeros = WriteTemp("zeros.gz", Gzip(std::string(size_t{16} << 20, '\0')));
+  const std::string zeros =
+      WriteTemp("zeros.gz", Gzip(std::string(size_t{16} << 20, '\0')));
   ASSERT_GE(lines.size() / std::filesystem::file_size(valid), 300u);
   // Streamed: one line at a time, whatever the expansion.
-  absl::StatusOr<std::unique_ptr<TraceReader>> reader = TraceReader::Open(valid);
+  absl::StatusOr<std::unique_ptr<TraceReader>> reader =
+      TraceReader::Open(valid);
   ASSERT_TRUE(reader.ok());
   TraceEvent event;
   int64_t events = 0;
@@ -166,11 +176,14 @@ TEST(HostileFilesTest, GzipBombsAreStreamedOrRefused) {
   // No line: refused after 1 MiB with the path and line.
   absl::StatusOr<Trace> trace = ReadTrace(zeros);
   ASSERT_FALSE(trace.ok());
-  EXPECT_THAT(trace.status().message(), HasSubstr(zeros + ":1: line longer than"));
+  EXPECT_THAT(trace.status().message(),
+              HasSubstr(zeros + ":1: line longer than"));
   // Whole-file importers: refused past their limit (here 1 MiB).
-  absl::StatusOr<std::string> whole = ReadWholeFileInflated(valid, size_t{1} << 20);
+  absl::StatusOr<std::string> whole =
+      ReadWholeFileInflated(valid, size_t{1} << 20);
   ASSERT_FALSE(whole.ok());
-  EXPECT_THAT(whole.status().message(), HasSubstr(valid + ": larger than 1048576 bytes"));
+  EXPECT_THAT(whole.status().message(),
+              HasSubstr(valid + ": larger than 1048576 bytes"));
 }
 
 TEST(HostileFilesTest, EndlessLineIsRefusedAfterTheLineLimit) {
@@ -185,7 +198,8 @@ TEST(HostileFilesTest, EndlessLineIsRefusedAfterTheLineLimit) {
   });
   absl::StatusOr<Trace> trace = ReadTrace(file.path());
   ASSERT_FALSE(trace.ok());
-  EXPECT_THAT(trace.status().message(), HasSubstr(":2: line longer than 1048576 bytes"));
+  EXPECT_THAT(trace.status().message(),
+              HasSubstr(":2: line longer than 1048576 bytes"));
   EXPECT_LT(produced, uint64_t{16} << 20);
 }
 
@@ -195,11 +209,13 @@ TEST(HostileFilesTest, MillionsOfLiveIdsAreServedByTheStreamingReader) {
   constexpr uint64_t kLinesPerChunk = 4096;
   LazyFile file([&](uint64_t i) {
     std::string chunk;
-    for (uint64_t id = i * kLinesPerChunk; id < std::min(ids, (i + 1) * kLinesPerChunk); ++id)
+    for (uint64_t id = i * kLinesPerChunk;
+         id < std::min(ids, (i + 1) * kLinesPerChunk); ++id)
       absl::StrAppend(&chunk, "a ", id, " 256\n");
     return chunk;
   });
-  absl::StatusOr<std::unique_ptr<TraceReader>> reader = TraceReader::Open(file.path());
+  absl::StatusOr<std::unique_ptr<TraceReader>> reader =
+      TraceReader::Open(file.path());
   ASSERT_TRUE(reader.ok());
   TraceEvent event;
   uint64_t events = 0;
@@ -210,14 +226,17 @@ TEST(HostileFilesTest, MillionsOfLiveIdsAreServedByTheStreamingReader) {
     ++events;
   }
   EXPECT_EQ(events, ids);
-  std::printf("[sweep] hostile live ids: %llu\n", static_cast<unsigned long long>(ids));
+  std::printf("[sweep] hostile live ids: %llu\n",
+              static_cast<unsigned long long>(ids));
 }
 
 BufferSet Chain(int64_t count) {
   // Buffer i lives [i, i + 2): each overlaps the next, one chain.
   BufferSet set;
   for (int64_t i = 0; i < count; ++i)
-    set.buffers.push_back({.id = static_cast<uint64_t>(i), .lower = i, .upper = i + 2,
+    set.buffers.push_back({.id = static_cast<uint64_t>(i),
+                           .lower = i,
+                           .upper = i + 2,
                            .size = static_cast<uint64_t>(64 + i % 7 * 64)});
   return set;
 }
@@ -233,14 +252,17 @@ TEST(HostileFilesTest, MillionBufferChainNeedsNoDeepRecursion) {
     for (const StrategyInfo* strategy : ListStrategies(mode)) {
       int64_t length = count;
       const auto estimate = [&](int64_t n) {
-        return EstimateSeconds(*strategy, {.mode = mode, .buffers = static_cast<size_t>(n),
-                                           .profile_entries = 2 * static_cast<uint64_t>(n),
-                                           .positional_maximums = 2,
-                                           .reuse_pairs = static_cast<uint64_t>(n)});
+        return EstimateSeconds(*strategy,
+                               {.mode = mode,
+                                .buffers = static_cast<size_t>(n),
+                                .profile_entries = 2 * static_cast<uint64_t>(n),
+                                .positional_maximums = 2,
+                                .reuse_pairs = static_cast<uint64_t>(n)});
       };
       while (!full && length > 10'000 && estimate(length) > 2) length /= 2;
-      absl::StatusOr<PlanResult> plan = RunStrategy(
-          strategy->name, Chain(length), mode, {.alignment = 64, .time_limit_seconds = 0.5});
+      absl::StatusOr<PlanResult> plan =
+          RunStrategy(strategy->name, Chain(length), mode,
+                      {.alignment = 64, .time_limit_seconds = 0.5});
       if (plan.ok()) {
         ++ran;
       } else {
@@ -250,7 +272,8 @@ TEST(HostileFilesTest, MillionBufferChainNeedsNoDeepRecursion) {
       }
       std::printf("[sweep] hostile chain: %s %s on %lld buffers: %s\n",
                   strategy->name.c_str(), PlanModeName(mode).data(),
-                  static_cast<long long>(length), plan.ok() ? "planned" : "refused");
+                  static_cast<long long>(length),
+                  plan.ok() ? "planned" : "refused");
     }
   }
   EXPECT_GT(ran, 0);

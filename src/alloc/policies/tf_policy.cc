@@ -19,9 +19,10 @@ uint64_t MaxInternalFragmentation(const PolicyEnvironment& environment) {
   const double fraction = environment.fragmentation_fraction;
   if (!(fraction > 0)) return bfc::kDefaultMaxInternalFragmentation;
   const uint64_t bytes =
-      fraction >= 1 ? environment.memory_limit
-                    : static_cast<uint64_t>(
-                          fraction * static_cast<double>(environment.memory_limit));
+      fraction >= 1
+          ? environment.memory_limit
+          : static_cast<uint64_t>(
+                fraction * static_cast<double>(environment.memory_limit));
   return std::max(bytes, bfc::kMinAllocationSize);
 }
 
