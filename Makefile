@@ -1,10 +1,16 @@
 # Two commands on a fresh machine: `make run` and `make test` (see README.md).
+# CI (.ci/run) runs `make ci`: the tests, the sanitizer suites and a fuzz smoke
+# run (docs/reliability.md).
 PRESET ?= default
 BUILD_DIR := build/$(PRESET)
+# Seconds per fuzz target for `make fuzz`; `make fuzz-smoke` runs each briefly.
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 20
 
 VENV ?= .venv
 
-.PHONY: all deps configure build run test python format clean
+.PHONY: all deps configure build run test python sanitize fuzz fuzz-build fuzz-smoke ci \
+        reliability-report format clean
 
 all: build
 
@@ -20,6 +26,8 @@ build: configure
 run: build
 	@bash tools/run_main_job.sh $(BUILD_DIR)
 
+# With PRESET=asan: every test (but Python's) under ASan+UBSan+LeakSanitizer;
+# with PRESET=tsan: the threaded tests under ThreadSanitizer.
 test: build
 	@ctest --preset $(PRESET)
 
@@ -30,6 +38,26 @@ python: configure
 	@TENSORMEM_CMAKE_BUILD_DIR=$(CURDIR)/$(BUILD_DIR) $(VENV)/bin/python -m pip install \
 		--no-build-isolation --no-deps --no-index --quiet ./python
 	@echo "tensormem $$(cd /tmp && $(CURDIR)/$(VENV)/bin/python -c 'import tensormem; print(tensormem.__version__)') installed in $(VENV)"
+
+sanitize:
+	@$(MAKE) --no-print-directory test PRESET=asan
+	@$(MAKE) --no-print-directory test PRESET=tsan
+
+fuzz-build: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz
+
+fuzz: fuzz-build
+	@bash fuzz/run_fuzzers.sh build/fuzz $(FUZZ_SECONDS)
+
+fuzz-smoke: fuzz-build
+	@bash fuzz/run_fuzzers.sh build/fuzz $(FUZZ_SMOKE_SECONDS)
+
+ci:
+	@bash .ci/run
+
+reliability-report:
+	@python3 tools/reliability-report --update docs/reliability.md
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

@@ -21,5 +21,5 @@ function(tensormem_test name)
   target_compile_definitions(${name} PRIVATE
       TENSORMEM_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data"
       TENSORMEM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300 LABELS ${name})
 endfunction()

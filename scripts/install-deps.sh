@@ -11,6 +11,8 @@ packages=(
   python3 python3-dev python3-torch python3-torchvision libtorch-dev
   pybind11-dev python3-numpy python3-pytest python3-setuptools python3-wheel python3-venv python3-pip
   chromium
+  # The fuzz targets (make fuzz): clang with libFuzzer and the sanitizer runtimes.
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

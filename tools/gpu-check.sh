@@ -34,7 +34,8 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 grep -q "CUDA targets skipped" "$build_dir/configure.log" &&
   { echo "gpu-check: the CUDA toolkit was not found"; exit 1; }
 cmake --build "$build_dir" -j"$(nproc)" \
-  --target tensormem cuda_sub_allocator_test cuda_torch_plugin_test tensormem_cuda_torch
+  --target tensormem cuda_sub_allocator_test cuda_torch_plugin_test \
+  cuda_plugin_options_test tensormem_cuda_torch
 
 failures=0
 run() {
@@ -47,6 +48,7 @@ run() {
 
 run "$build_dir/tests/cuda/cuda_sub_allocator_test"
 run "$build_dir/src/torch/cuda_torch_plugin_test"
+run "$build_dir/src/torch/cuda_plugin_options_test"
 run "$build_dir/tensormem" replay data/models/resnet50.train_b8.trace.gz \
   --sub-allocator cuda-vmm --memory-limit 4GiB
 

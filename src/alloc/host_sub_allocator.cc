@@ -15,6 +15,9 @@ void* HostSubAllocator::Alloc(size_t alignment, size_t bytes,
   // No object may be larger than PTRDIFF_MAX; refusing here also keeps
   // sanitizer runtimes from aborting on an absurd size.
   if (bytes > PTRDIFF_MAX) return nullptr;
+  // The same holds for the size plus alignment padding (2^63 alignments).
+  if (alignment > PTRDIFF_MAX || bytes > PTRDIFF_MAX - alignment)
+    return nullptr;
   // posix_memalign wants a multiple of sizeof(void*); smaller ones are implied.
   const size_t effective_alignment =
       alignment < sizeof(void*) ? sizeof(void*) : alignment;

@@ -14,7 +14,9 @@ void* SystemAllocator::DoAllocate(size_t bytes, size_t alignment) {
   if (bytes == 0 || !IsPowerOfTwo(alignment)) return nullptr;
   // No object may be larger than PTRDIFF_MAX; refusing here also keeps
   // sanitizer runtimes from aborting on an absurd size.
-  if (bytes > PTRDIFF_MAX) return nullptr;
+  // The same holds for the size plus alignment padding (2^63 alignments).
+  if (alignment > PTRDIFF_MAX || bytes > PTRDIFF_MAX - alignment)
+    return nullptr;
   // posix_memalign wants a multiple of sizeof(void*); smaller ones are implied.
   void* ptr = nullptr;
   if (posix_memalign(&ptr, std::max(alignment, sizeof(void*)), bytes) != 0)

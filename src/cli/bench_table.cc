@@ -39,18 +39,17 @@ Spread SpreadOf(const std::vector<BenchRow>& rows,
 }  // namespace
 
 std::vector<std::string> Cells(const BenchRow& row) {
-  return {row.workload,
-          row.kind,
-          HumanBytes(row.peak_live),
-          row.bfc_peak_pool ? HumanBytes(*row.bfc_peak_pool) : "-",
-          Ratio(row.bfc_fragmentation),
-          Ratio(row.min_limit_ratio),
-          Ns(row.bfc_ns_per_op),
-          Ns(row.system_ns_per_op),
-          row.best_plan_ratio
-              ? absl::StrFormat("%.4f (%s)", *row.best_plan_ratio,
-                                row.best_plan_strategy)
-              : "-"};
+  return {
+      row.workload, row.kind, HumanBytes(row.peak_live),
+      row.bfc_peak_pool ? HumanBytes(*row.bfc_peak_pool) : "-",
+      Ratio(row.bfc_fragmentation),
+      // Marks a limit a bisection found and nothing confirmed as exact.
+      Ratio(row.min_limit_ratio) +
+          (row.min_limit_method.starts_with("bisection") ? " (bisection)" : ""),
+      Ns(row.bfc_ns_per_op), Ns(row.system_ns_per_op),
+      row.best_plan_ratio ? absl::StrFormat("%.4f (%s)", *row.best_plan_ratio,
+                                            row.best_plan_strategy)
+                          : "-"};
 }
 
 const std::vector<std::string> kHeader = {
@@ -70,6 +69,7 @@ nlohmann::json RowJson(const BenchRow& row) {
           {"bfc_fragmentation", optional(row.bfc_fragmentation)},
           {"bfc_failed_allocs", optional(row.bfc_failed_allocs)},
           {"min_limit_ratio", optional(row.min_limit_ratio)},
+          {"min_limit_method", row.min_limit_method},
           {"bfc_ns_per_op", optional(row.bfc_ns_per_op)},
           {"system_ns_per_op", optional(row.system_ns_per_op)},
           {"best_plan_ratio", optional(row.best_plan_ratio)},

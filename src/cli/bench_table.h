@@ -23,6 +23,7 @@ struct BenchRow {
   std::optional<int64_t> bfc_failed_allocs;
   std::optional<double> best_plan_ratio;
   std::string best_plan_strategy;
+  std::string min_limit_method;  // MinLimitMethodName, when searched
   std::vector<std::string> skipped_strategies;
 };
 

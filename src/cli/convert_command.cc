@@ -219,7 +219,7 @@ void Run(const ConvertFlags& flags) {
     json["blocks_live_at_start"] = read->blocks_live_at_start;
     json["entries_skipped"] = read->entries_skipped;
   } else {  // buffers
-    absl::StatusOr<std::string> text = ReadFileInflated(flags.input);
+    absl::StatusOr<std::string> text = ReadWholeFileInflated(flags.input);
     if (!text.ok()) ConvertFail(text.status());
     absl::StatusOr<BufferSet> set = ParseBufferSetCsv(*text, flags.input);
     if (!set.ok()) ConvertFail(set.status());

@@ -11,7 +11,6 @@
 #include "tensormem/core/units.h"
 #include "tensormem/trace/replay.h"
 #include "tensormem/trace/stream_pools.h"
-#include "tensormem/trace/trace_io.h"
 
 namespace tensormem::cli {
 namespace {
@@ -29,10 +28,9 @@ struct ReplayFlags {
 // Per-stream pools from the trace's `stream=` keys (docs/cuda.md).
 StreamPoolsResult SimulateStreams(const std::string& path,
                                   const AllocatorSpec& config) {
-  absl::StatusOr<Trace> trace = ReadTrace(path);
-  if (!trace.ok()) Fail("replay", 1, std::string(trace.status().message()));
+  const Trace trace = ReadInput("replay", path, config.device);
   absl::StatusOr<StreamPoolsResult> result = SimulateStreamPools(
-      *trace, [&config] { return CreateReplayTarget(config); });
+      trace, [&config] { return CreateReplayTarget(config); });
   if (!result.ok()) {
     Fail("replay", 1, path + ": " + std::string(result.status().message()));
   }
@@ -87,6 +85,10 @@ void PrintTable(const ReplayMetrics& m, const std::string& allocator,
     std::printf("%-22s %s\n", "min limit",
                 bytes(min_limit->limit_bytes).c_str());
     std::printf("%-22s %.4f\n", "min limit / peak live", min_limit->ratio);
+    std::printf(
+        "%-22s %s (%d replays; bisection alone: %s)\n", "min limit found by",
+        std::string(MinLimitMethodName(min_limit->method)).c_str(),
+        min_limit->replays, bytes(min_limit->bisection_limit_bytes).c_str());
   }
 }
 
@@ -94,7 +96,7 @@ void Run(const ReplayFlags& flags) {
   constexpr std::string_view kCommand = "replay";
   absl::StatusOr<AllocatorSpec> config = ToAllocatorSpec(flags.allocator);
   if (!config.ok()) Fail(kCommand, 2, std::string(config.status().message()));
-  const PreparedTrace trace = LoadTrace(kCommand, flags.trace);
+  const PreparedTrace trace = LoadTrace(kCommand, flags.trace, config->device);
 
   const ReplayMetrics timing = MeasureSpeed(kCommand, trace, *config);
 
@@ -128,8 +130,7 @@ void Run(const ReplayFlags& flags) {
     json["trace"] = flags.trace;
     json["allocator_config"] = description;
     if (min_limit) {
-      json["min_limit_bytes"] = min_limit->limit_bytes;
-      json["min_limit_ratio"] = min_limit->ratio;
+      json.update(MinimumLimitToJson(*min_limit));
     }
     if (flags.offsets) json["offsets"] = OffsetsJson(result->allocations);
     if (stream_pools) json["stream_pools"] = StreamPoolsToJson(*stream_pools);
@@ -170,14 +171,18 @@ void AddReplayCommand(CLI::App& app) {
       "fragmentation and speed.\n"
       "Example: tensormem replay data/traces/resnet50.trace.gz --no-growth "
       "--memory-limit 64M --min-limit --json");
-  command->add_option("trace", flags->trace, "trace file (.trace or .trace.gz)")
+  command
+      ->add_option("trace", flags->trace,
+                   "trace (.trace[.gz]), PyTorch snapshot (.pickle), RMM log "
+                   "or buffer set (.csv)")
       ->required()
       ->check(CLI::ExistingFile);
   AddAllocatorFlags(*command, flags->allocator);
   command->add_flag(
       "--min-limit", flags->min_limit,
       "also find the smallest limit without growth at which nothing fails "
-      "(bisection, 256 B precision)");
+      "(256 B precision: bisection, then an exact scan below its answer when "
+      "affordable; the output says which)");
   command->add_flag(
       "--offsets", flags->offsets,
       "list every allocation: id, offset (address - base), allocated bytes");

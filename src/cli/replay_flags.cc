@@ -7,7 +7,7 @@
 #include "tensormem/alloc/policy_registry.h"
 #include "tensormem/alloc/sub_allocator_registry.h"
 #include "tensormem/core/units.h"
-#include "tensormem/trace/trace_io.h"
+#include "tensormem/trace/trace_input.h"
 
 namespace tensormem::cli {
 
@@ -85,10 +85,17 @@ void Fail(std::string_view command, int exit_code, std::string_view message) {
   throw CLI::RuntimeError(exit_code);
 }
 
-PreparedTrace LoadTrace(std::string_view command, const std::string& path) {
-  absl::StatusOr<Trace> trace = ReadTrace(path);
-  if (!trace.ok()) Fail(command, 1, std::string(trace.status().message()));
-  absl::StatusOr<PreparedTrace> prepared = PreparedTrace::Prepare(*trace);
+Trace ReadInput(std::string_view command, const std::string& path, int device) {
+  absl::StatusOr<TraceInput> input =
+      ReadTraceInput(path, {.format = std::nullopt, .device = device});
+  if (!input.ok()) Fail(command, 1, std::string(input.status().message()));
+  return std::move(input->trace);
+}
+
+PreparedTrace LoadTrace(std::string_view command, const std::string& path,
+                        int device) {
+  const Trace trace = ReadInput(command, path, device);
+  absl::StatusOr<PreparedTrace> prepared = PreparedTrace::Prepare(trace);
   if (!prepared.ok())
     Fail(command, 1, path + ": " + std::string(prepared.status().message()));
   return *std::move(prepared);

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "tensormem/trace/replay.h"
 #include "tensormem/trace/replay_allocator.h"
+#include "tensormem/trace/trace.h"
 
 namespace tensormem::cli {
 
@@ -34,8 +35,15 @@ absl::StatusOr<AllocatorSpec> ToAllocatorSpec(const AllocatorFlags& flags);
 [[noreturn]] void Fail(std::string_view command, int exit_code,
                        std::string_view message);
 
-// Reads and prepares a trace; errors end the command with exit code 1.
-PreparedTrace LoadTrace(std::string_view command, const std::string& path);
+// Reads any trace-like input (ReadTraceInput: `.trace`, RMM log, PyTorch
+// snapshot, buffer set); errors end the command with exit code 1. `device`
+// picks a snapshot's device: the commands pass the allocator's `--device`, so
+// device N's events replay on device N.
+Trace ReadInput(std::string_view command, const std::string& path,
+                int device = 0);
+// ReadInput, then prepared for replay.
+PreparedTrace LoadTrace(std::string_view command, const std::string& path,
+                        int device = 0);
 
 // Times the allocator calls alone (TimeReplay) on fresh allocators, repeated
 // until 50 ms were measured or 10 runs, so short traces are not just noise;
@@ -44,8 +52,8 @@ ReplayMetrics MeasureSpeed(std::string_view command, const PreparedTrace& trace,
                            const AllocatorSpec& spec);
 
 // The smallest no-growth limit for `spec`'s allocator (design.md §4).
-absl::StatusOr<MinimumLimit> MinimumLimitFor(
-    const PreparedTrace& trace, const AllocatorSpec& spec);
+absl::StatusOr<MinimumLimit> MinimumLimitFor(const PreparedTrace& trace,
+                                             const AllocatorSpec& spec);
 
 }  // namespace tensormem::cli
 

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/match.h"
 #include "cli/commands.h"
 #include "cli/replay_flags.h"
 #include "nlohmann/json.hpp"
@@ -13,6 +12,7 @@
 #include "tensormem/plan/checker.h"
 #include "tensormem/report/plan_html.h"
 #include "tensormem/report/replay_html.h"
+#include "tensormem/trace/trace_input.h"
 
 namespace tensormem::cli {
 namespace {
@@ -62,7 +62,7 @@ nlohmann::json ReportPlan(const ReportFlags& flags) {
 nlohmann::json ReportTrace(const ReportFlags& flags) {
   absl::StatusOr<AllocatorSpec> config = ToAllocatorSpec(flags.allocator);
   if (!config.ok()) Fail(kCommand, 2, std::string(config.status().message()));
-  const PreparedTrace trace = LoadTrace(kCommand, flags.input);
+  const PreparedTrace trace = LoadTrace(kCommand, flags.input, config->device);
   absl::StatusOr<ReplayTarget> target = CreateReplayTarget(*config);
   if (!target.ok()) Fail(kCommand, 1, std::string(target.status().message()));
   absl::StatusOr<ReplayResult> result = Replay(
@@ -86,14 +86,14 @@ nlohmann::json ReportTrace(const ReportFlags& flags) {
   json["kind"] = "trace";
   json["allocator_config"] = description;
   if (extras.min_limit) {
-    json["min_limit_bytes"] = extras.min_limit->limit_bytes;
-    json["min_limit_ratio"] = extras.min_limit->ratio;
+    json.update(MinimumLimitToJson(*extras.min_limit));
   }
   return json;
 }
 
 void Run(const ReportFlags& flags) {
-  const bool is_plan = absl::EndsWithIgnoreCase(flags.input, ".csv");
+  // A buffer set is drawn as a plan; every other input is replayed.
+  const bool is_plan = DetectTraceFormat(flags.input) == TraceFormat::kBuffers;
   nlohmann::json json = is_plan ? ReportPlan(flags) : ReportTrace(flags);
   json["input"] = flags.input;
   json["html"] = flags.html;
@@ -130,7 +130,8 @@ void AddReportCommand(CLI::App& app) {
       "--min-limit");
   command
       ->add_option("input", flags->input,
-                   "trace (.trace, .trace.gz) or buffer set (.csv)")
+                   "trace (.trace[.gz]), PyTorch snapshot (.pickle), RMM "
+                   "log (.csv) or buffer set with offsets (.csv)")
       ->required()
       ->check(CLI::ExistingFile);
   command->add_option("--html", flags->html, "where to write the page")

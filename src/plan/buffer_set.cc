@@ -96,8 +96,10 @@ absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text,
       if (!header.ok()) return header.status();
       columns = *header;
       width = fields.size();
-      set.convention = columns->lower != -1 ? IntervalConvention::kHalfOpen
-                                            : IntervalConvention::kClosed;
+      // By the complete pair: a header may also carry a stray `lower`.
+      set.convention = columns->first_task != -1 && columns->last_task != -1
+                           ? IntervalConvention::kClosed
+                           : IntervalConvention::kHalfOpen;
       continue;
     }
     if (fields.size() != width) {

@@ -35,6 +35,8 @@ std::vector<std::vector<std::string>> SummaryRows(
         {"minimum limit without growth", Bytes(extras.min_limit->limit_bytes)});
     rows.push_back({"minimum limit / peak live",
                     absl::StrFormat("%.4f", extras.min_limit->ratio)});
+    rows.push_back({"minimum limit found by",
+                    std::string(MinLimitMethodName(extras.min_limit->method))});
   }
   return rows;
 }

@@ -225,8 +225,17 @@ absl::StatusOr<PytorchImport> SnapshotReader::Read(PickleValue root) {
     event.stream = streams.IndexOf(entry.stream);
     if (entry.time_us) {
       if (!first_time_us) first_time_us = entry.time_us;
-      event.time_ns =
-          std::max<int64_t>(0, (*entry.time_us - *first_time_us) * 1000);
+      // Nanoseconds since the first entry; times that far apart (or a
+      // difference beyond int64) are not a real recording.
+      int64_t since_first_us = 0, since_first_ns = 0;
+      if (__builtin_sub_overflow(*entry.time_us, *first_time_us,
+                                 &since_first_us) ||
+          __builtin_mul_overflow(since_first_us, 1000, &since_first_ns)) {
+        return Error(absl::StrFormat("device trace entry %d", i),
+                     absl::StrFormat("time_us %d is out of range (first %d)",
+                                     *entry.time_us, *first_time_us));
+      }
+      event.time_ns = std::max<int64_t>(0, since_first_ns);
     }
     if (entry.action == Entry::Action::kFree) {
       auto it = ids.find(entry.address);
@@ -270,7 +279,7 @@ absl::StatusOr<PytorchImport> ParsePytorchSnapshot(
 
 absl::StatusOr<PytorchImport> ReadPytorchSnapshot(
     const std::string& path, const PytorchSnapshotOptions& options) {
-  absl::StatusOr<std::string> bytes = ReadFileInflated(path);
+  absl::StatusOr<std::string> bytes = ReadWholeFileInflated(path);
   if (!bytes.ok()) return bytes.status();
   return ParsePytorchSnapshot(*std::move(bytes), path, options);
 }

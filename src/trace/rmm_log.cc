@@ -222,7 +222,7 @@ absl::StatusOr<Trace> ParseRmmLog(std::string_view text,
 }
 
 absl::StatusOr<Trace> ReadRmmLog(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFileInflated(path);
+  absl::StatusOr<std::string> text = ReadWholeFileInflated(path);
   if (!text.ok()) return text.status();
   return ParseRmmLog(*text, path);
 }

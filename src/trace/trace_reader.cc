@@ -197,6 +197,19 @@ absl::StatusOr<std::string> ReadFileInflated(const std::string& path,
   return bytes;
 }
 
+absl::StatusOr<std::string> ReadWholeFileInflated(const std::string& path,
+                                                  size_t max_bytes) {
+  absl::StatusOr<std::string> bytes =
+      ReadFileInflated(path, max_bytes == SIZE_MAX ? max_bytes : max_bytes + 1);
+  if (bytes.ok() && bytes->size() > max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s: larger than %d bytes once decompressed (a compression bomb, or "
+        "an input too large to hold in memory)",
+        path, max_bytes));
+  }
+  return bytes;
+}
+
 absl::StatusOr<Trace> ReadTrace(const std::string& path) {
   absl::StatusOr<std::unique_ptr<TraceReader>> reader = TraceReader::Open(path);
   if (!reader.ok()) return reader.status();

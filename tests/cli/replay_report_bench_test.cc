@@ -48,6 +48,49 @@ TEST(ReplayCliTest, MinLimitIsExactOnAHandComputedTrace) {
   EXPECT_DOUBLE_EQ(json["min_limit_ratio"].get<double>(), 2048 / 2000.0);
 }
 
+TEST(ReplayCliTest, MinLimitScansBelowTheBisectionOnANonMonotoneTrace) {
+  const std::string trace = std::string(kData) + "non_monotone.trace";
+  // The trace is not monotone for tf: a larger limit fails, a smaller serves.
+  EXPECT_EQ(RunJson("replay " + trace +
+                    " --policy tf --no-growth --memory-limit 6912 --json")
+                ["failed_allocs"],
+            1);
+  EXPECT_EQ(RunJson("replay " + trace +
+                    " --policy tf --no-growth --memory-limit 5632 --json")
+                ["failed_allocs"],
+            0);
+  const nlohmann::json json =
+      RunJson("replay " + trace + " --policy tf --min-limit --json");
+  EXPECT_EQ(json["min_limit_method"], "exact scan");
+  EXPECT_EQ(json["min_limit_bisection_bytes"], 7168);
+  EXPECT_EQ(json["min_limit_bytes"], 5632);
+  const CommandOutput text =
+      RunTensormem("replay " + trace + " --policy tf --min-limit");
+  EXPECT_THAT(text.out, HasSubstr("exact scan"));
+}
+
+TEST(ReplayCliTest, ReadsAPytorchSnapshotLikeItsConvertedTrace) {
+  const std::string snapshot = "tests/data/trace/snapshot_protocol4.pickle";
+  for (int device : {0, 1}) {
+    const std::string device_flag = " --device " + std::to_string(device);
+    const nlohmann::json direct =
+        RunJson("replay " + snapshot + device_flag + " --json");
+    const nlohmann::json converted =
+        RunJson("replay tests/data/trace/snapshot_device" +
+                std::to_string(device) + ".trace --json");
+    ASSERT_TRUE(direct.is_object());
+    EXPECT_GT(direct["events"].get<int>(), 0);
+    for (const char* key : {"events", "allocs", "failed_allocs",
+                            "peak_live_bytes", "peak_pool_bytes"}) {
+      EXPECT_EQ(direct[key], converted[key]) << key << device_flag;
+    }
+  }
+  const CommandOutput missing =
+      RunTensormem("replay " + snapshot + " --device 3 --json");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("no device 3"));
+}
+
 TEST(ReplayCliTest, OffsetsFollowTensorFlowsDecisions) {
   const nlohmann::json json = RunJson(
       std::string("replay ") + kData +
@@ -117,6 +160,27 @@ TEST(ReportCliTest, TraceReportHasTimelinePlacementAndFailure) {
   EXPECT_THAT(page, HasSubstr("class=\"tm-placement-chart\""));
   EXPECT_THAT(page, HasSubstr("Failed allocation at event 1: id 2, 256B"));
   EXPECT_THAT(page, HasSubstr("No free chunk inside the pool"));
+}
+
+TEST(ReportCliTest, PytorchSnapshotAndRmmLogAreReplayed) {
+  const std::string directory = FreshDirectory("report_inputs");
+  const nlohmann::json snapshot = RunJson(
+      "report tests/data/trace/snapshot_protocol4.pickle --device 1 "
+      "--min-limit --html " +
+      directory + "/snapshot.html --json");
+  EXPECT_EQ(snapshot["kind"], "trace");
+  EXPECT_EQ(snapshot["peak_live_bytes"],
+            RunJson("replay tests/data/trace/snapshot_device1.trace --json")
+                ["peak_live_bytes"]);
+  EXPECT_EQ(snapshot["min_limit_method"], "exact scan");
+  EXPECT_THAT(ReadFileOrEmpty(directory + "/snapshot.html"),
+              HasSubstr("minimum limit found by"));
+  // An RMM log is a .csv too, but a trace, not a plan.
+  const nlohmann::json rmm = RunJson(
+      "report tests/data/trace/rmm_log.csv "
+      "--html " +
+      directory + "/rmm.html --json");
+  EXPECT_EQ(rmm["kind"], "trace");
 }
 
 TEST(ReportCliTest, BufferSetNeedsOffsets) {

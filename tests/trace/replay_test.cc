@@ -155,6 +155,42 @@ TEST(ReplayTest, MinimumLimitIsExactWhereKnown) {
   EXPECT_GT(limit->replays, 1);
 }
 
+// Serves the small trace (peak live 4000 B) at 4096 B and from 6144 B up, and
+// fails in between: a bisection lands on 6144, the scan on 4096.
+absl::StatusOr<ReplayTarget> NonMonotoneTarget(uint64_t limit) {
+  return Target(limit == 4096 || limit >= 6144 ? limit : 100);
+}
+
+TEST(ReplayTest, MinimumLimitScanFindsWhatBisectionMisses) {
+  const PreparedTrace prepared = Prepare(SmallTrace());
+  absl::StatusOr<MinimumLimit> limit =
+      FindMinimumLimit(prepared, NonMonotoneTarget, kTiB);
+  ASSERT_TRUE(limit.ok()) << limit.status();
+  EXPECT_EQ(limit->method, MinLimitMethod::kExactScan);
+  EXPECT_EQ(limit->bisection_limit_bytes, 6144u);
+  EXPECT_EQ(limit->limit_bytes, 4096u);
+  const nlohmann::json json = MinimumLimitToJson(*limit);
+  EXPECT_EQ(json["min_limit_method"], "exact scan");
+  EXPECT_EQ(json["min_limit_bytes"], 4096);
+  EXPECT_EQ(json["min_limit_bisection_bytes"], 6144);
+}
+
+TEST(ReplayTest, MinimumLimitSaysWhenOnlyABisectionRan) {
+  const PreparedTrace prepared = Prepare(SmallTrace());
+  // 8 scan steps of 6 events each would be needed; the budget allows 7.
+  absl::StatusOr<MinimumLimit> limit = FindMinimumLimit(
+      prepared, NonMonotoneTarget, kTiB, /*scan_budget_events=*/7 * 6);
+  ASSERT_TRUE(limit.ok()) << limit.status();
+  EXPECT_EQ(limit->method, MinLimitMethod::kBisection);
+  EXPECT_EQ(limit->limit_bytes, 6144u);
+  EXPECT_EQ(MinimumLimitToJson(*limit)["min_limit_method"],
+            "bisection (assumes monotone)");
+  absl::StatusOr<MinimumLimit> scanned = FindMinimumLimit(
+      prepared, NonMonotoneTarget, kTiB, /*scan_budget_events=*/8 * 6);
+  ASSERT_TRUE(scanned.ok()) << scanned.status();
+  EXPECT_EQ(scanned->limit_bytes, 4096u);
+}
+
 TEST(ReplayTest, MinimumLimitFailsCleanlyWhenNothingFits) {
   const PreparedTrace prepared = Prepare(SmallTrace());
   absl::StatusOr<MinimumLimit> limit = FindMinimumLimit(

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -156,22 +157,42 @@ void TimeReplay(const PreparedTrace& trace, ReplayTarget& target,
 // does not).
 bool ReplaysWithoutFailure(const PreparedTrace& trace, ReplayTarget& target);
 
+// How a minimum limit was established. BFC-style allocators are not monotone
+// in their limit (a larger limit can fail where a smaller one serves), so a
+// bisection alone may land above the true minimum.
+enum class MinLimitMethod {
+  kExactScan,  // every 256 B step from peak live up was tried: exact
+  kBisection,  // bisection only; assumes more memory never hurts
+};
+// "exact scan" or "bisection (assumes monotone)".
+std::string_view MinLimitMethodName(MinLimitMethod method);
+
 struct MinimumLimit {
-  uint64_t limit_bytes = 0;  // multiple of kPrecision
+  uint64_t limit_bytes = 0;  // multiple of kMinLimitPrecision
   double ratio = 0;          // limit / peak live
   int replays = 0;           // how many trial replays the search took
+  MinLimitMethod method = MinLimitMethod::kBisection;
+  uint64_t bisection_limit_bytes = 0;  // what the bisection alone reported
 };
 // Smallest memory limit, to 256-byte precision, at which `make_target(limit)`
-// replays the trace with no failed allocation, found by bisection between
-// peak live (no placement fits below it) and a limit that works (doubled from
-// twice peak live). Assumes more memory never hurts. Errors: the factory's, or
-// no working limit up to `max_limit`.
+// replays the trace with no failed allocation. First a bisection between peak
+// live (no placement fits below it) and a limit that works (doubled from twice
+// peak live); then, when the scan costs at most `scan_budget_events` replayed
+// events (steps below the bisection's answer x trace events), every limit from
+// peak live up is tried in 256 B steps and the first that serves is the exact
+// answer. Otherwise the bisection's answer is returned as such (`method`).
+// Errors: the factory's, or no working limit up to `max_limit`.
 inline constexpr uint64_t kMinLimitPrecision = 256;
+inline constexpr uint64_t kDefaultMinLimitScanBudget = 100'000'000;
 absl::StatusOr<MinimumLimit> FindMinimumLimit(
     const PreparedTrace& trace,
     const std::function<absl::StatusOr<ReplayTarget>(uint64_t limit)>&
         make_target,
-    uint64_t max_limit);
+    uint64_t max_limit,
+    uint64_t scan_budget_events = kDefaultMinLimitScanBudget);
+// min_limit_bytes, min_limit_ratio, min_limit_method,
+// min_limit_bisection_bytes, min_limit_replays.
+nlohmann::json MinimumLimitToJson(const MinimumLimit& limit);
 
 // design.md §3.4 keys; `stats` uses TensorFlow's names.
 nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats);

@@ -60,6 +60,16 @@ std::string FormatTrace(const Trace& trace);
 absl::StatusOr<std::string> ReadFileInflated(
     const std::string& path, size_t max_bytes = static_cast<size_t>(-1));
 
+// Whole-file importers (RMM logs, PyTorch snapshots) refuse inputs larger than
+// this once inflated: a small .gz can expand 1000x, and they hold it in memory.
+inline constexpr size_t kMaxInflatedFileBytes = size_t{1} << 30;
+
+// Reads a whole file like ReadFileInflated, or fails naming the path and the
+// limit when it holds more than `max_bytes` bytes once inflated (memory stays
+// within max_bytes + one read chunk).
+absl::StatusOr<std::string> ReadWholeFileInflated(
+    const std::string& path, size_t max_bytes = kMaxInflatedFileBytes);
+
 // Reads a trace one event at a time, checking it as it goes.
 class TraceReader {
  public:

@@ -12,16 +12,25 @@
 namespace tensormem::internal {
 namespace {
 
+// NaN or a fraction <= 0 means the default; a fraction past 1 means the whole
+// limit (casting a product beyond 2^64 is undefined). At least one allocation
+// unit, so a split never leaves an empty chunk behind.
+uint64_t MaxInternalFragmentation(const PolicyEnvironment& environment) {
+  const double fraction = environment.fragmentation_fraction;
+  if (!(fraction > 0)) return bfc::kDefaultMaxInternalFragmentation;
+  const uint64_t bytes =
+      fraction >= 1
+          ? environment.memory_limit
+          : static_cast<uint64_t>(
+                fraction * static_cast<double>(environment.memory_limit));
+  return std::max(bytes, bfc::kMinAllocationSize);
+}
+
 class TfPolicy final : public AllocationPolicy {
  public:
   explicit TfPolicy(const PolicyEnvironment& environment)
       : memory_limit_(environment.memory_limit),
-        max_internal_fragmentation_(
-            environment.fragmentation_fraction > 0
-                ? static_cast<uint64_t>(
-                      environment.fragmentation_fraction *
-                      static_cast<double>(environment.memory_limit))
-                : bfc::kDefaultMaxInternalFragmentation),
+        max_internal_fragmentation_(MaxInternalFragmentation(environment)),
         // Without growth the first region is the whole limit.
         region_bytes_(
             bfc::RoundedBytes(

@@ -134,7 +134,7 @@ absl::StatusOr<ArenaGraph> ParseArenaGraphJson(std::string_view text,
   Json root;
   try {
     root = Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // also out_of_range: 1e999 numbers
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: not valid JSON: %s", source, e.what()));
   }

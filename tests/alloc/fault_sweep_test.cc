@@ -1,0 +1,213 @@
+// Fault injection sweeps: for fixed workloads, the upstream fails at call k
+// for every k, returns short regions, or returns misaligned ones. Whatever it
+// does, the BFC allocator keeps its invariants and statistics, leaks nothing
+// (every region goes back with the size it was reported), and a request that
+// failed succeeds once the upstream works and memory allows.
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "alloc/bfc_test_util.h"
+#include "gtest/gtest.h"
+#include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/alloc/fault_injecting_sub_allocator.h"
+#include "tensormem/alloc/simulated_sub_allocator.h"
+
+namespace tensormem {
+namespace {
+
+using testing::InvariantsHold;
+using testing::QuietOptions;
+
+struct Request {
+  size_t bytes;
+  size_t alignment;
+  bool free_one_before;  // free the oldest live block first
+};
+
+// Mixed sizes (256 B .. 24 MiB) over a 64 MiB limit: growth, splits, reuse.
+std::vector<Request> Workload(uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Request> requests;
+  for (int i = 0; i < 120; ++i) {
+    const size_t bytes = 1 + rng() % (size_t{1} << (8 + rng() % 17));
+    requests.push_back({bytes, size_t{1} << (rng() % 12), rng() % 3 == 0});
+  }
+  return requests;
+}
+
+struct RunResult {
+  int64_t upstream_calls = 0;
+  std::vector<size_t> failed;  // indices of requests that returned null
+};
+
+struct Config {
+  bool growth;
+  bool gc;
+  bool coalescing;
+};
+
+std::unique_ptr<BfcAllocator> MakeAllocator(
+    const Config& config, std::unique_ptr<SubAllocator> upstream) {
+  BfcAllocator::Options options = QuietOptions(config.growth);
+  options.garbage_collection = config.gc;
+  return std::make_unique<BfcAllocator>(std::move(upstream), 64 * kMiB,
+                                        options);
+}
+
+// Runs `requests`, checking after every step; frees everything at the end and
+// returns the regions. `probe` is the allocator's upstream.
+RunResult RunWorkload(BfcAllocator& allocator,
+                      FaultInjectingSubAllocator& probe,
+                      const std::vector<Request>& requests) {
+  RunResult result;
+  std::vector<void*> live;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].free_one_before && !live.empty()) {
+      allocator.Deallocate(live.front());
+      live.erase(live.begin());
+    }
+    void* block =
+        allocator.AllocateRaw(requests[i].alignment, requests[i].bytes);
+    if (block == nullptr) {
+      result.failed.push_back(i);
+    } else {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(block) %
+                    std::max<size_t>(256, requests[i].alignment),
+                0u);
+      live.push_back(block);
+    }
+    EXPECT_TRUE(InvariantsHold(allocator)) << "request " << i;
+    uint64_t in_use = 0;
+    for (void* p : live) in_use += allocator.AllocatedSize(p).value_or(0);
+    EXPECT_EQ(allocator.GetStats()->bytes_in_use, in_use) << "request " << i;
+    EXPECT_EQ(allocator.GetStats()->pool_bytes, probe.live_bytes())
+        << "request " << i;
+  }
+  for (void* p : live) allocator.Deallocate(p);
+  allocator.ReleaseFreeRegions();
+  EXPECT_EQ(probe.live_regions(), 0u) << "regions leaked";
+  EXPECT_EQ(probe.bad_frees(), 0) << "regions freed with the wrong size";
+  result.upstream_calls = probe.alloc_calls();
+  return result;
+}
+
+std::unique_ptr<BfcAllocator> MakeFaulty(const Config& config,
+                                         FaultInjectingSubAllocator** probe) {
+  auto faulty = std::make_unique<FaultInjectingSubAllocator>(
+      std::make_unique<SimulatedSubAllocator>(256 * kMiB, config.coalescing));
+  *probe = faulty.get();
+  return MakeAllocator(config, std::move(faulty));
+}
+
+class FaultSweepTest : public ::testing::TestWithParam<Config> {};
+
+TEST_P(FaultSweepTest, UpstreamFailsAtEveryCall) {
+  int64_t fault_points = 0;
+  for (uint32_t seed = 1; seed <= 24; ++seed) {
+    const std::vector<Request> requests = Workload(seed);
+    FaultInjectingSubAllocator* probe = nullptr;
+    auto baseline_allocator = MakeFaulty(GetParam(), &probe);
+    const RunResult baseline =
+        RunWorkload(*baseline_allocator, *probe, requests);
+    ASSERT_GT(baseline.upstream_calls, 0);
+    for (int64_t k = 1; k <= baseline.upstream_calls + 1; ++k) {
+      SCOPED_TRACE(::testing::Message()
+                   << "seed " << seed << " failing call " << k);
+      auto allocator = MakeFaulty(GetParam(), &probe);
+      probe->FailAllocCall(k);
+      const RunResult faulted = RunWorkload(*allocator, *probe, requests);
+      ++fault_points;
+      // Once the upstream works and the pool is empty, every request that
+      // failed only because of the fault is served.
+      for (size_t i : faulted.failed) {
+        if (std::find(baseline.failed.begin(), baseline.failed.end(), i) !=
+            baseline.failed.end())
+          continue;
+        void* block =
+            allocator->AllocateRaw(requests[i].alignment, requests[i].bytes);
+        EXPECT_NE(block, nullptr) << "request " << i << " still fails";
+        allocator->Deallocate(block);
+      }
+      EXPECT_TRUE(InvariantsHold(*allocator));
+    }
+  }
+  std::printf("[sweep] fault points: %lld\n",
+              static_cast<long long>(fault_points));
+}
+
+TEST_P(FaultSweepTest, ShortRegionsAreUsedOnlyAsFarAsReported) {
+  for (size_t shortfall : {size_t{1}, size_t{255}, size_t{256}, size_t{4097},
+                           size_t{1} << 20, size_t{64} << 20}) {
+    SCOPED_TRACE(::testing::Message() << "shortfall " << shortfall);
+    FaultInjectingSubAllocator* probe = nullptr;
+    auto allocator = MakeFaulty(GetParam(), &probe);
+    probe->SetShortfall(shortfall);
+    RunWorkload(*allocator, *probe, Workload(7));
+  }
+  std::printf("[sweep] short regions: 6\n");
+}
+
+// Returns regions `shift` bytes past an aligned start (and that many short):
+// an upstream breaking the 256-byte alignment contract.
+class MisaligningSubAllocator final : public SubAllocator {
+ public:
+  explicit MisaligningSubAllocator(size_t shift)
+      : shift_(shift), wrapped_(256 * kMiB) {}
+  ~MisaligningSubAllocator() override { EXPECT_TRUE(regions_.empty()); }
+  void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override {
+    size_t received = 0;
+    char* region =
+        static_cast<char*>(wrapped_.Alloc(alignment, bytes, &received));
+    if (region == nullptr || received <= shift_) return region;
+    regions_[region + shift_] = received;
+    *bytes_received = received - shift_;
+    return region + shift_;
+  }
+  void Free(void* ptr, size_t bytes) override {
+    auto it = regions_.find(ptr);
+    ASSERT_NE(it, regions_.end()) << "unknown region freed";
+    EXPECT_EQ(bytes + shift_, it->second);
+    wrapped_.Free(static_cast<char*>(ptr) - shift_, it->second);
+    regions_.erase(it);
+  }
+  bool SupportsCoalescing() const override { return false; }
+  MemoryKind GetMemoryKind() const override { return MemoryKind::kSimulated; }
+  std::string Name() const override { return "misaligning"; }
+
+ private:
+  const size_t shift_;
+  SimulatedSubAllocator wrapped_;
+  absl::flat_hash_map<void*, size_t> regions_;
+};
+
+TEST_P(FaultSweepTest, MisalignedRegionsAreReturnedUnused) {
+  for (size_t shift : {size_t{1}, size_t{8}, size_t{64}, size_t{255}}) {
+    SCOPED_TRACE(::testing::Message() << "shift " << shift);
+    auto allocator = MakeAllocator(
+        GetParam(), std::make_unique<MisaligningSubAllocator>(shift));
+    for (const Request& request : Workload(11)) {
+      EXPECT_EQ(allocator->AllocateRaw(request.alignment, request.bytes),
+                nullptr);
+      ASSERT_TRUE(InvariantsHold(*allocator));
+      EXPECT_EQ(allocator->GetStats()->pool_bytes, 0u);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Configs, FaultSweepTest,
+    ::testing::Values(Config{true, false, false}, Config{true, true, false},
+                      Config{true, true, true}, Config{false, false, false},
+                      Config{false, true, false}),
+    [](const ::testing::TestParamInfo<Config>& info) {
+      return std::string(info.param.growth ? "Growth" : "NoGrowth") +
+             (info.param.gc ? "Gc" : "NoGc") +
+             (info.param.coalescing ? "Coalescing" : "");
+    });
+
+}  // namespace
+}  // namespace tensormem
