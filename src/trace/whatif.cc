@@ -166,8 +166,10 @@ absl::StatusOr<WhatIfCandidate> ParseWhatIfCandidate(std::string_view text) {
         !set.ok())
       return fail(set);
   }
-  if (absl::Status valid = ValidateAllocatorSpec(candidate.spec); !valid.ok())
-    return fail(valid);
+  // Building one catches unknown policies and bad configurations now.
+  if (absl::StatusOr<ReplayTarget> probe = CreateReplayTarget(candidate.spec);
+      !probe.ok())
+    return fail(probe.status());
   return candidate;
 }
 
@@ -177,7 +179,8 @@ absl::StatusOr<std::vector<WhatIfCandidate>> ParseWhatIfCandidates(
   for (absl::string_view part :
        absl::StrSplit(absl::string_view(text.data(), text.size()), ';')) {
     if (absl::StripAsciiWhitespace(part).empty()) continue;
-    absl::StatusOr<WhatIfCandidate> candidate = ParseWhatIfCandidate(std::string_view(part.data(), part.size()));
+    absl::StatusOr<WhatIfCandidate> candidate =
+        ParseWhatIfCandidate(std::string_view(part.data(), part.size()));
     if (!candidate.ok()) return candidate.status();
     candidates.push_back(*std::move(candidate));
   }
