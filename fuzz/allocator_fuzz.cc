@@ -45,7 +45,10 @@ uint64_t Offset(const BfcAllocator& allocator, const void* block) {
              const_cast<BfcAllocator&>(allocator).upstream().BaseAddress());
 }
 
-size_t DecodeAlignment(ByteReader& input) {
+// Hostile alignments (0, 3, 2^63) and valid ones up to 2^(max_log2 - 1).
+// Real memory (system allocator, host regions) gets at most 2^20: a sanitizer
+// maps and clears size + alignment for every such block.
+size_t DecodeAlignment(ByteReader& input, int max_log2) {
   switch (input.Byte() % 8) {
     case 0:
       return 0;
@@ -54,7 +57,7 @@ size_t DecodeAlignment(ByteReader& input) {
     case 2:
       return size_t{1} << 63;
     case 3:
-      return size_t{1} << (input.Byte() % 40);
+      return size_t{1} << (input.Byte() % max_log2);
     default:
       return 1;
   }
@@ -111,7 +114,8 @@ void RunBfc(ByteReader& input) {
   for (int call = 0; call < kMaxCalls && !input.empty(); ++call) {
     const uint8_t op = input.Byte() % 10;
     if (op <= 3 || live.empty()) {
-      const size_t alignment = DecodeAlignment(input);
+      const size_t alignment =
+          DecodeAlignment(input, setup.upstream_kind == "host" ? 21 : 40);
       const size_t bytes = input.Size(setup.max_size_log2);
       void* block = allocator->AllocateRaw(alignment, bytes);
       void* twin_block = twin ? twin->AllocateRaw(alignment, bytes) : nullptr;
@@ -207,7 +211,7 @@ void RunAdaptors(ByteReader& input) {
   std::vector<std::pair<void*, size_t>> live;
   for (int call = 0; call < kMaxCalls && !input.empty(); ++call) {
     if (live.empty() || input.Bool()) {
-      const size_t alignment = DecodeAlignment(input);
+      const size_t alignment = DecodeAlignment(input, /*max_log2=*/21);
       const size_t bytes = input.Size(20);
       // Only sizes the host can serve reach malloc; hostile ones must fail.
       void* block = capped.Allocate(bytes, alignment);

@@ -15,6 +15,7 @@ void AddArenaCommand(CLI::App& app);
 void AddReplayCommand(CLI::App& app);
 void AddReportCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
+void AddWhatIfCommand(CLI::App& app);
 
 }  // namespace tensormem::cli
 

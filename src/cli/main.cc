@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   tensormem::cli::AddReplayCommand(app);
   tensormem::cli::AddReportCommand(app);
   tensormem::cli::AddBenchCommand(app);
+  tensormem::cli::AddWhatIfCommand(app);
   tensormem::cli::AddConvertCommand(app);
   try {
     app.parse(argc, argv);

@@ -35,18 +35,20 @@ struct OptionCase {
 const std::map<std::string, OptionCase>& OptionCases() {
   static const auto* cases = new std::map<std::string, OptionCase>{
       {"allocator",
-       {"system", [](const AllocatorSpec& s) { return s.kind == "system"; }}},
+       {"system", [](const AllocatorSpec& s) { return s.kind == "system"; },
+        ""}},
       {"policy",
-       {"pytorch",
-        [](const AllocatorSpec& s) { return s.policy == "pytorch"; }}},
+       {"pytorch", [](const AllocatorSpec& s) { return s.policy == "pytorch"; },
+        ""}},
       {"config",
        {"max_split_size_mb:64",
         [](const AllocatorSpec& s) {
           return s.config == "max_split_size_mb:64";
-        }}},
+        },
+        ""}},
       {"sub_allocator",
-       {"vmm",
-        [](const AllocatorSpec& s) { return s.sub_allocator == "vmm"; }}},
+       {"vmm", [](const AllocatorSpec& s) { return s.sub_allocator == "vmm"; },
+        ""}},
       {"memory_limit",
        {"16G",
         [](const AllocatorSpec& s) { return s.memory_limit == 16 * kGiB; },

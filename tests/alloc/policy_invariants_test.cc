@@ -184,7 +184,9 @@ TEST_P(PolicyInvariantsTest, RandomSequencesKeepInvariantsAndStatistics) {
     ASSERT_EQ(stats.bytes_in_use, allocated) << "step " << step;
     ASSERT_LE(stats.pool_bytes, limit) << "step " << step;
     ASSERT_EQ(stats.pool_bytes, upstream.bytes_in_use()) << "step " << step;
-    if (step % 50 == 0) ASSERT_TRUE(PoolsKeptApart(bfc, *rules));
+    if (step % 50 == 0) {
+      ASSERT_TRUE(PoolsKeptApart(bfc, *rules)) << "step " << step;
+    }
   }
   // Both outcomes must have happened for the sequence to mean much.
   EXPECT_GT(served, 300);
@@ -279,7 +281,7 @@ TEST_P(PolicyThreadTest, FourThreadsNeverShareABlock) {
         live[victim] = live.back();
         live.pop_back();
       };
-      for (uint64_t op = 0; op < 3000; ++op) {
+      for (uint64_t op = 0; op < 2000; ++op) {
         if (live.empty() || (live.size() < 64 && rng() % 2 == 0)) {
           const size_t bytes = RandomSize(rng, 2 * kMiB);
           void* p = bfc.AllocateRaw(RandomAlignment(rng), bytes);
@@ -301,7 +303,7 @@ TEST_P(PolicyThreadTest, FourThreadsNeverShareABlock) {
   const AllocatorStats stats = *bfc.GetStats();
   EXPECT_EQ(stats.bytes_in_use, 0u);
   EXPECT_EQ(stats.num_allocs, allocations.load());
-  EXPECT_GT(allocations.load(), 4000);
+  EXPECT_GT(allocations.load(), 3000);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPolicy, PolicyThreadTest,

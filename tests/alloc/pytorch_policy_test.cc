@@ -317,6 +317,28 @@ TEST(PytorchPolicyTest, OutOfMemoryFreesCachedSegmentsRetriesThenFails) {
   for (void* p : {small, kept, big}) bfc->Deallocate(p);
 }
 
+TEST(PytorchPolicyTest, ASegmentIsAllOrNothingUnderTheLimit) {
+  auto bfc = Pytorch("", 30 * kMiB);
+  void* big = bfc->AllocateRaw(1, 12 * kMiB);
+  ASSERT_NE(big, nullptr);
+  // 1.5 MiB needs a 20 MiB segment; only 18 MiB are left under the limit.
+  EXPECT_EQ(bfc->AllocateRaw(1, 3 * kMiB / 2), nullptr);
+  EXPECT_THAT(bfc->LastFailureReport(), HasSubstr("out of memory"));
+  // A small request's 2 MiB segment still fits.
+  void* small = bfc->AllocateRaw(1, 1000);
+  ASSERT_NE(small, nullptr);
+  EXPECT_THAT(RegionSizes(*bfc), ElementsAre(12 * kMiB, 2 * kMiB));
+  // Once the 12 MiB block is cached and free, it serves the request, split.
+  bfc->Deallocate(big);
+  void* mid = bfc->AllocateRaw(1, 3 * kMiB / 2);
+  EXPECT_EQ(mid, big);
+  EXPECT_THAT(ChunkLayout(*bfc, 0),
+              ElementsAre(Bytes(3 * kMiB / 2), Free(21 * kMiB / 2)));
+  EXPECT_EQ(bfc->GetStats()->pool_bytes, 14 * kMiB);
+  for (void* p : {small, mid}) bfc->Deallocate(p);
+  EXPECT_TRUE(InvariantsHold(*bfc));
+}
+
 struct BadConfig {
   const char* config;
   const char* names;    // the key or entry the error must name

@@ -192,6 +192,46 @@ TEST(ReportCliTest, BufferSetNeedsOffsets) {
   EXPECT_FALSE(std::filesystem::exists(html));
 }
 
+TEST(WhatIfCliTest, SnapshotThroughSeveralPoliciesWithADeviceLimit) {
+  const std::string html = FreshDirectory("whatif") + "/whatif.html";
+  const nlohmann::json json = RunJson(
+      "whatif tests/data/trace/snapshot_protocol4.pickle --policies "
+      "\"tf; pytorch\" --try \"pytorch "
+      "config=max_split_size_mb:512\" --device-memory 8K --html " +
+      html + " --json");
+  ASSERT_EQ(json["candidates"].size(), 3u);
+  EXPECT_EQ(json["peak_live_bytes"], 5340);
+  EXPECT_EQ(json["device_memory_bytes"], 8192);
+  const nlohmann::json& tf = json["candidates"][0];
+  EXPECT_EQ(tf["candidate"], "tf");
+  EXPECT_EQ(tf["fits_device_memory"], true);
+  EXPECT_GE(tf["min_limit_bytes"].get<uint64_t>(), 5340u);
+  EXPECT_LE(tf["min_limit_bytes"].get<uint64_t>(), 8192u);
+  EXPECT_EQ(tf["min_limit_method"], "exact scan");
+  // PyTorch's smallest segment is 2 MiB: the first request cannot be served.
+  const nlohmann::json& pytorch = json["candidates"][1];
+  EXPECT_EQ(pytorch["fits_device_memory"], false);
+  EXPECT_EQ(pytorch["out_of_memory"]["event"], 0);
+  EXPECT_EQ(pytorch["out_of_memory"]["bytes"], 500);
+  EXPECT_THAT(pytorch["out_of_memory"]["explanation"].get<std::string>(),
+              HasSubstr("out of memory"));
+  EXPECT_EQ(pytorch["peak_reserved_bytes"], 2 << 20);
+  EXPECT_EQ(json["candidates"][2]["candidate"],
+            "pytorch config=max_split_size_mb:512");
+  EXPECT_THAT(ReadFileOrEmpty(html), HasSubstr("tm-timeline-chart"));
+
+  const CommandOutput text = RunTensormem(
+      "whatif tests/cli/data/small.trace --policies tf --device-memory 1K");
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("OOM at event 1"));
+  EXPECT_THAT(text.out, HasSubstr("tf: out of memory at event 1"));
+
+  const CommandOutput bad = RunTensormem(
+      "whatif tests/cli/data/small.trace --policies \"tf; nosuch\"");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("candidate 'nosuch'"));
+}
+
 TEST(BenchCliTest, CorpusTableAndReport) {
   const std::string out = FreshDirectory("bench");
   const nlohmann::json json = RunJson(std::string("bench --corpus ") + kData +

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "tensormem/report/plan_html.h"
 #include "tensormem/report/replay_html.h"
+#include "tensormem/report/whatif_html.h"
 #include "tensormem/trace/replay_allocator.h"
 
 namespace tensormem {
@@ -96,6 +97,34 @@ TEST(ChromiumReportTest, ReplayReportRendersTimelinePlacementAndFailure) {
   EXPECT_THAT(dom, HasSubstr("data-drawn=\"3\""));
   EXPECT_THAT(dom, HasSubstr("Failed allocation at event 4: id 4, 4.00KiB"));
   EXPECT_THAT(dom, HasSubstr("tm-free-chunks"));
+}
+
+TEST(ChromiumReportTest, WhatIfPageDrawsOneReservedLinePerCandidate) {
+  const std::string chromium = FindChromium();
+  if (chromium.empty())
+    GTEST_SKIP() << "chromium is not installed (Debian package `chromium`)";
+  Trace trace;
+  trace.events = {TraceEvent::Alloc(1, 1000), TraceEvent::Alloc(2, 3 << 20),
+                  TraceEvent::Free(1),        TraceEvent::Alloc(3, 500),
+                  TraceEvent::Free(2),        TraceEvent::Free(3)};
+  absl::StatusOr<PreparedTrace> prepared = PreparedTrace::Prepare(trace);
+  ASSERT_TRUE(prepared.ok());
+  absl::StatusOr<std::vector<WhatIfCandidate>> candidates =
+      ParseWhatIfCandidates("tf; pytorch config=expandable_segments:True");
+  ASSERT_TRUE(candidates.ok()) << candidates.status();
+  absl::StatusOr<WhatIfResult> result = RunWhatIf(*prepared, *candidates,
+                                                  {.device_memory = 2 << 20,
+                                                   .measure_speed = false,
+                                                   .timeline_samples = 100});
+  ASSERT_TRUE(result.ok()) << result.status();
+
+  const std::string dom =
+      DumpDom(chromium, RenderWhatIfHtml(*result, "what if"), "whatif");
+  EXPECT_THAT(dom, HasSubstr("data-ready=\"true\""));
+  // The peak-live floor and one line per candidate.
+  EXPECT_EQ(Count(dom, "class=\"tm-series\""), 3u);
+  EXPECT_THAT(dom, HasSubstr("pytorch config=expandable_segments:True"));
+  EXPECT_THAT(dom, HasSubstr("OOM at event 1"));  // 3 MiB > 2 MiB of memory
 }
 
 TEST(ChromiumReportTest, LargePlanIsAggregated) {

@@ -1,0 +1,31 @@
+// The what-if comparison as one self-contained HTML page: the table of
+// `tensormem whatif` and reserved bytes over time for every candidate on one
+// chart, with peak live bytes as the floor.
+//
+//   TM_ASSIGN_OR_RETURN(WhatIfResult result,
+//                       RunWhatIf(trace, candidates, {.timeline_samples =
+//                       1000}));
+//   TM_RETURN_IF_ERROR(WriteHtmlFile("whatif.html",
+//                                    RenderWhatIfHtml(result, "my run")));
+#ifndef TENSORMEM_REPORT_WHATIF_HTML_H_
+#define TENSORMEM_REPORT_WHATIF_HTML_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensormem/trace/whatif.h"
+
+namespace tensormem {
+
+// Header and rows of the comparison table, as the CLI prints them.
+std::vector<std::string> WhatIfTableHeader();
+std::vector<std::vector<std::string>> WhatIfTableRows(
+    const WhatIfResult& result);
+
+std::string RenderWhatIfHtml(const WhatIfResult& result,
+                             std::string_view title);
+
+}  // namespace tensormem
+
+#endif  // TENSORMEM_REPORT_WHATIF_HTML_H_

@@ -1,0 +1,254 @@
+// RunWhatIf: one prepared trace, several allocator specifications.
+#include "tensormem/trace/whatif.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "tensormem/trace/replay_allocator.h"
+
+namespace tensormem {
+namespace {
+
+constexpr char kDefaultCandidates[] =
+    "tf; pytorch; pytorch config=expandable_segments:True; "
+    "pytorch config=max_split_size_mb:512; tight";
+
+// Fastest of a few timing passes, until 50 ms were measured.
+absl::Status MeasureSpeed(const PreparedTrace& trace, const AllocatorSpec& spec,
+                          ReplayMetrics& metrics) {
+  constexpr double kEnoughSeconds = 0.05;
+  constexpr int kMaxRuns = 5;
+  double measured = 0;
+  for (int run = 0; run < kMaxRuns && measured < kEnoughSeconds; ++run) {
+    absl::StatusOr<ReplayTarget> target = CreateReplayTarget(spec);
+    if (!target.ok()) return target.status();
+    ReplayMetrics timing;
+    TimeReplay(trace, *target, timing);
+    measured += timing.seconds;
+    if (run == 0 || timing.ns_per_op < metrics.ns_per_op) {
+      metrics.seconds = timing.seconds;
+      metrics.ns_per_op = timing.ns_per_op;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The first failure the allocator itself produced under `limit`.
+absl::StatusOr<std::optional<WhatIfOutOfMemory>> FirstOutOfMemory(
+    const PreparedTrace& trace, AllocatorSpec spec, uint64_t limit) {
+  spec.memory_limit = limit;
+  absl::StatusOr<ReplayTarget> target = CreateReplayTarget(spec);
+  if (!target.ok()) return target.status();
+  absl::StatusOr<ReplayResult> result =
+      Replay(trace, *target, {.max_failure_reports = 1});
+  if (!result.ok()) return result.status();
+  const ReplayMetrics& metrics = result->metrics;
+  if (result->failures.empty()) return std::nullopt;
+  const FailedAllocation& first = result->failures.front();
+  return WhatIfOutOfMemory{
+      .event = first.event,
+      .bytes = first.bytes,
+      .live_bytes = first.live_bytes,
+      .reserved_bytes = first.pool_bytes,
+      .failed_allocs = metrics.failed_allocs - metrics.recorded_failures,
+      .explanation = first.explanation};
+}
+
+// Per-event timeline, then fragmentation where reserved first peaks, and the
+// reserved series decimated to the result's sample events.
+void UseTimeline(const std::vector<TimelineSample>& timeline,
+                 const std::vector<int64_t>& sample_events, WhatIfRow& row) {
+  const uint64_t peak = row.metrics.peak_pool_bytes;
+  for (const TimelineSample& sample : timeline) {
+    if (sample.pool_bytes != peak || peak == 0) continue;
+    row.fragmentation_at_peak =
+        static_cast<double>(peak - std::min(peak, sample.live_bytes)) / peak;
+    break;
+  }
+  size_t next = 0;
+  uint64_t stretch_max = 0;
+  for (const TimelineSample& sample : timeline) {
+    stretch_max = std::max(stretch_max, sample.pool_bytes);
+    if (next < sample_events.size() && sample.event == sample_events[next]) {
+      row.reserved_timeline.push_back(stretch_max);
+      stretch_max = 0;
+      ++next;
+    }
+  }
+}
+
+// Sample events: the ends of equal stretches, at most `samples` of them.
+std::vector<int64_t> SampleEvents(size_t events, size_t samples) {
+  std::vector<int64_t> ends;
+  if (samples == 0 || events == 0) return ends;
+  const size_t stride = std::max<size_t>(1, (events + samples - 1) / samples);
+  for (size_t end = stride; end < events; end += stride)
+    ends.push_back(static_cast<int64_t>(end - 1));
+  ends.push_back(static_cast<int64_t>(events - 1));
+  return ends;
+}
+
+absl::StatusOr<WhatIfRow> RunCandidate(const PreparedTrace& trace,
+                                       const WhatIfCandidate& candidate,
+                                       const WhatIfOptions& options,
+                                       const std::vector<int64_t>& samples) {
+  WhatIfRow row;
+  row.label = candidate.label;
+  row.allocator = DescribeAllocator(candidate.spec);
+  absl::StatusOr<ReplayTarget> target = CreateReplayTarget(candidate.spec);
+  if (!target.ok()) return target.status();
+  absl::StatusOr<ReplayResult> result =
+      Replay(trace, *target,
+             {.max_timeline_samples = std::max<size_t>(1, trace.steps().size()),
+              .max_failure_reports = 0});
+  if (!result.ok()) return result.status();
+  row.metrics = result->metrics;
+  UseTimeline(result->timeline, samples, row);
+  if (options.measure_speed) {
+    if (absl::Status timed = MeasureSpeed(trace, candidate.spec, row.metrics);
+        !timed.ok())
+      return timed;
+  }
+  if (options.min_limit) {
+    AllocatorSpec trial = candidate.spec;
+    absl::StatusOr<MinimumLimit> found = FindMinimumLimit(
+        trace,
+        [&trial](uint64_t limit) {
+          trial.memory_limit = limit;
+          return CreateReplayTarget(trial);
+        },
+        candidate.spec.capacity);
+    if (found.ok()) {
+      row.min_limit = *found;
+    } else {
+      row.min_limit_error = std::string(found.status().message());
+    }
+  }
+  if (options.device_memory) {
+    absl::StatusOr<std::optional<WhatIfOutOfMemory>> oom =
+        FirstOutOfMemory(trace, candidate.spec, *options.device_memory);
+    if (!oom.ok()) return oom.status();
+    row.device_memory_checked = true;
+    row.out_of_memory = *std::move(oom);
+  }
+  return row;
+}
+
+}  // namespace
+
+absl::StatusOr<WhatIfCandidate> ParseWhatIfCandidate(std::string_view text) {
+  WhatIfCandidate candidate;
+  candidate.label = std::string(
+      absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size())));
+  std::vector<std::string> words =
+      absl::StrSplit(candidate.label, ' ', absl::SkipEmpty());
+  if (words.empty()) return absl::InvalidArgumentError("empty candidate");
+  const auto fail = [&](const absl::Status& status) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("candidate '", candidate.label, "': ", status.message()));
+  };
+  if (absl::Status set = SetAllocatorOption(candidate.spec, "policy", words[0]);
+      !set.ok())
+    return fail(set);
+  for (size_t i = 1; i < words.size(); ++i) {
+    const size_t equals = words[i].find('=');
+    if (equals == std::string::npos) {
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+          "'", words[i],
+          "' is not key=value (e.g. config=expandable_segments:True)")));
+    }
+    if (absl::Status set =
+            SetAllocatorOption(candidate.spec, words[i].substr(0, equals),
+                               words[i].substr(equals + 1));
+        !set.ok())
+      return fail(set);
+  }
+  // Building one catches unknown policies and bad configurations now.
+  if (absl::StatusOr<ReplayTarget> probe = CreateReplayTarget(candidate.spec);
+      !probe.ok())
+    return fail(probe.status());
+  return candidate;
+}
+
+absl::StatusOr<std::vector<WhatIfCandidate>> ParseWhatIfCandidates(
+    std::string_view text) {
+  std::vector<WhatIfCandidate> candidates;
+  for (absl::string_view part :
+       absl::StrSplit(absl::string_view(text.data(), text.size()), ';')) {
+    if (absl::StripAsciiWhitespace(part).empty()) continue;
+    absl::StatusOr<WhatIfCandidate> candidate =
+        ParseWhatIfCandidate(std::string_view(part.data(), part.size()));
+    if (!candidate.ok()) return candidate.status();
+    candidates.push_back(*std::move(candidate));
+  }
+  if (candidates.empty()) return absl::InvalidArgumentError("no candidates");
+  return candidates;
+}
+
+std::vector<WhatIfCandidate> DefaultWhatIfCandidates() {
+  return *ParseWhatIfCandidates(kDefaultCandidates);
+}
+
+absl::StatusOr<WhatIfResult> RunWhatIf(
+    const PreparedTrace& trace, const std::vector<WhatIfCandidate>& candidates,
+    const WhatIfOptions& options) {
+  WhatIfResult result;
+  result.peak_live_bytes = trace.peak_live_bytes();
+  result.device_memory = options.device_memory;
+  result.timeline_events =
+      SampleEvents(trace.steps().size(), options.timeline_samples);
+  for (const WhatIfCandidate& candidate : candidates) {
+    absl::StatusOr<WhatIfRow> row =
+        RunCandidate(trace, candidate, options, result.timeline_events);
+    if (!row.ok()) {
+      return absl::Status(
+          row.status().code(),
+          absl::StrCat(candidate.label, ": ", row.status().message()));
+    }
+    result.rows.push_back(*std::move(row));
+  }
+  return result;
+}
+
+nlohmann::json WhatIfToJson(const WhatIfResult& result) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const WhatIfRow& row : result.rows) {
+    nlohmann::json json = {
+        {"candidate", row.label},
+        {"allocator_config", row.allocator},
+        {"peak_reserved_bytes", row.metrics.peak_pool_bytes},
+        {"peak_reserved_over_live", row.metrics.fragmentation},
+        {"fragmentation_at_peak", row.fragmentation_at_peak},
+        {"failed_allocs", row.metrics.failed_allocs},
+        {"ns_per_op", row.metrics.ns_per_op},
+        {"metrics", ReplayMetricsToJson(row.metrics)}};
+    if (row.min_limit) json.update(MinimumLimitToJson(*row.min_limit));
+    if (!row.min_limit_error.empty())
+      json["min_limit_error"] = row.min_limit_error;
+    if (row.device_memory_checked) {
+      json["fits_device_memory"] = !row.out_of_memory.has_value();
+      if (const auto& oom = row.out_of_memory) {
+        json["out_of_memory"] = {{"event", oom->event},
+                                 {"bytes", oom->bytes},
+                                 {"live_bytes", oom->live_bytes},
+                                 {"reserved_bytes", oom->reserved_bytes},
+                                 {"failed_allocs", oom->failed_allocs},
+                                 {"explanation", oom->explanation}};
+      }
+    }
+    if (!row.reserved_timeline.empty())
+      json["reserved_timeline"] = row.reserved_timeline;
+    rows.push_back(std::move(json));
+  }
+  nlohmann::json json = {{"peak_live_bytes", result.peak_live_bytes},
+                         {"candidates", std::move(rows)}};
+  if (result.device_memory) json["device_memory_bytes"] = *result.device_memory;
+  if (!result.timeline_events.empty())
+    json["timeline_events"] = result.timeline_events;
+  return json;
+}
+
+}  // namespace tensormem
