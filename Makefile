@@ -6,6 +6,8 @@ BUILD_DIR := build/$(PRESET)
 # Seconds per fuzz target for `make fuzz`; `make fuzz-smoke` runs each briefly.
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 20
+# Extra configure arguments, e.g. CMAKE_ARGS=-DTENSORMEM_WARNINGS_AS_ERRORS=ON (CI).
+CMAKE_ARGS ?=
 
 VENV ?= .venv
 
@@ -18,7 +20,7 @@ deps:
 	@bash scripts/install-deps.sh
 
 configure: deps
-	@cmake --preset $(PRESET) >/dev/null
+	@cmake --preset $(PRESET) $(CMAKE_ARGS) >/dev/null
 
 build: configure
 	@cmake --build --preset $(PRESET)

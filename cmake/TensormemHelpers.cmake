@@ -1,13 +1,19 @@
 include(GoogleTest)
 
 # tensormem_library(NAME SOURCES ... DEPS ...): a static library of one layer, with the
-# public headers under include/ visible to it and to everything that links it.
+# public headers under include/ visible to it and to everything that links it. A layer
+# tensormem_<layer> is also tensormem::<layer>, the name the installed package gives it.
 function(tensormem_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
-  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/include
-                                            ${PROJECT_BINARY_DIR}/include
-                                     PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  string(REGEX REPLACE "^tensormem_" "" short_name ${name})
+  set_target_properties(${name} PROPERTIES EXPORT_NAME ${short_name})
+  add_library(tensormem::${short_name} ALIAS ${name})
+  target_include_directories(${name}
+      PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+             $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>
+             $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+      PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 

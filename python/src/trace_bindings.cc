@@ -176,26 +176,35 @@ py::dict WriteReplayReport(const Trace& trace, const std::string& path,
 }  // namespace
 
 void AddTraceBindings(py::module_& module) {
-  py::class_<Trace>(module, "Trace")
-      .def(py::init<>())
+  py::class_<Trace>(module, "Trace",
+                    "An allocation workload: alloc and free events in order.")
+      .def(py::init<>(), "An empty trace; add events with alloc() and free().")
       .def("__len__", [](const Trace& trace) { return trace.events.size(); })
       .def("alloc", &AddAlloc, py::arg("id"), py::arg("bytes"),
-           py::arg("alignment") = 0)
+           py::arg("alignment") = 0,
+           "Appends the allocation of block `id` (alignment 0: the "
+           "allocator's default).")
       .def(
           "free",
           [](Trace& trace, uint64_t id) {
             trace.events.push_back(TraceEvent::Free(id));
           },
-          py::arg("id"))
-      .def("summary", &Summary)
-      .def("to_buffers", &ToBuffers, py::arg("closed") = false)
+          py::arg("id"), "Appends the free of block `id`.")
+      .def("summary", &Summary,
+           "events, allocs, frees, failed_allocs, live_at_end and "
+           "peak_live_bytes, counted as the replay counts them; ValueError "
+           "when a free names no live block.")
+      .def("to_buffers", &ToBuffers, py::arg("closed") = false,
+           "ids, sizes, starts, ends: block i lives from event starts[i] to "
+           "ends[i] (exclusive; inclusive with closed=True).")
       .def(
           "write",
           [](const Trace& trace, const std::filesystem::path& path) {
             RaiseIfError(WriteTrace(trace, path.string()));
           },
-          py::arg("path"))
-      .def("text", &FormatTrace);
+          py::arg("path"),
+          "Writes the .trace text (gzip-compressed when the path ends in .gz).")
+      .def("text", &FormatTrace, "The .trace text.");
   module.def(
       "trace_from_buffers",
       [](const std::vector<int64_t>& sizes, const std::vector<int64_t>& starts,

@@ -15,4 +15,3 @@ set_target_properties(tensormem_cuda_torch PROPERTIES
   LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/python/tensormem
   CXX_VISIBILITY_PRESET hidden
   VISIBILITY_INLINES_HIDDEN ON)
-include(${PROJECT_SOURCE_DIR}/tests/cuda/torch_plugin_tests.cmake)

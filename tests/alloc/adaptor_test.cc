@@ -45,7 +45,7 @@ class FakeAllocator final : public Allocator {
   }
 
  private:
-  void* DoAllocate(size_t bytes, size_t alignment) override {
+  void* DoAllocate(size_t bytes, size_t /*alignment*/) override {
     if (bytes == 0 || bytes > kGiBForTests) return nullptr;
     void* ptr = std::malloc(bytes);
     std::lock_guard<std::mutex> lock(mutex_);

@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 
 TEST(BlockLedgerTest, CountsBlocksAndTheirPeaks) {
   BlockLedger ledger;
-  int a, b;
+  int a = 0, b = 0;
   ledger.Add(&a, {.requested = 100, .charged = 112});
   ledger.Add(&b, {.requested = 5000, .charged = 8192});
   EXPECT_EQ(ledger.stats().num_allocs, 2);
@@ -44,7 +44,7 @@ TEST(BlockLedgerTest, CountsBlocksAndTheirPeaks) {
 
 TEST(BlockLedgerTest, MisuseNamesTheOwnerAndChangesNothing) {
   BlockLedger ledger;
-  int a;
+  int a = 0;
   ledger.Add(&a, {.requested = 8, .charged = 16});
   ASSERT_TRUE(ledger.Take(&a).has_value());
   EXPECT_EQ(ledger.Take(&a), std::nullopt);
@@ -56,7 +56,7 @@ TEST(BlockLedgerTest, MisuseNamesTheOwnerAndChangesNothing) {
 
 TEST(BlockLedgerTest, RestoreUndoesATake) {
   BlockLedger ledger;
-  int a;
+  int a = 0;
   ledger.Add(&a, {.requested = 8, .charged = 16});
   std::optional<BlockLedger::Block> taken = ledger.Take(&a);
   ASSERT_TRUE(taken.has_value());

@@ -140,7 +140,7 @@ int RunConsumers(absl::Duration deadline, int consumers, int capacity) {
     threads.emplace_back([&] {
       bool first = true;
       void* token = retrier.AllocateWithRetry(
-          [&](bool verbose) {
+          [&](bool /*verbose*/) {
             void* taken = pool.TryTake();
             if (first) {
               first = false;

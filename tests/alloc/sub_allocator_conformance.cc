@@ -64,7 +64,9 @@ TEST_P(SubAllocatorConformanceTest, LiveRegionsNeverOverlap) {
     ASSERT_NE(region, nullptr);
     const uintptr_t start = reinterpret_cast<uintptr_t>(region);
     auto after = live.lower_bound(start);
-    if (after != live.end()) EXPECT_LE(start + received, after->first);
+    if (after != live.end()) {
+      EXPECT_LE(start + received, after->first);
+    }
     if (after != live.begin()) {
       auto before = std::prev(after);
       EXPECT_LE(before->first + before->second, start);

@@ -9,8 +9,6 @@
 #include <sstream>
 #include <string>
 
-#include "gtest/gtest.h"
-
 namespace tensormem::testing {
 
 std::string ReadFileOrEmpty(const std::string& path) {
@@ -23,7 +21,7 @@ std::string ReadFileOrEmpty(const std::string& path) {
 std::string FreshDirectory(const std::string& name) {
   // CTest runs test processes in parallel: each process gets its own tree.
   const std::filesystem::path path =
-      std::filesystem::path(::testing::TempDir()) /
+      std::filesystem::temp_directory_path() /
       ("tensormem_test_" + std::to_string(getpid())) / name;
   std::filesystem::remove_all(path);
   std::filesystem::create_directories(path);

@@ -56,7 +56,9 @@ TEST_F(CudaVmmTest, GrowsContiguouslyInGranules) {
   size_t fourth_size = 0;
   char* fourth = static_cast<char*>(vmm->Alloc(256, granule, &fourth_size));
   EXPECT_EQ(fourth, third + third_size);
-  if (OnFakeDriver()) EXPECT_EQ(fake_cuda_device_used(0), 5 * granule);
+  if (OnFakeDriver()) {
+    EXPECT_EQ(fake_cuda_device_used(0), 5 * granule);
+  }
 }
 
 TEST_F(CudaVmmTest, FreeReturnsMemoryAndRejectsStrangers) {
@@ -71,7 +73,9 @@ TEST_F(CudaVmmTest, FreeReturnsMemoryAndRejectsStrangers) {
   EXPECT_EQ(vmm->handle_count(), 0u);
   vmm->Free(region, received);  // twice
   EXPECT_EQ(vmm->failed_frees(), 2);
-  if (OnFakeDriver()) EXPECT_EQ(fake_cuda_device_used(0), 0u);
+  if (OnFakeDriver()) {
+    EXPECT_EQ(fake_cuda_device_used(0), 0u);
+  }
   EXPECT_EQ(vmm->Alloc(256, 4 * kMiB, &received), region);  // reused
   vmm->Free(region, received);
 }

@@ -49,7 +49,7 @@ using fake_cuda::Id;
 
 extern "C" {
 
-CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int flags) {
+CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int /*flags*/) {
   FAKE_CUDA_ENTER("");
   if (CUresult error = fake_cuda::RequireContext(state))
     FAKE_CUDA_RETURN(error);
@@ -76,7 +76,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
   FAKE_CUDA_RETURN(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
+CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int /*flags*/) {
   FAKE_CUDA_ENTER("");
   if (CUresult error = fake_cuda::RequireContext(state))
     FAKE_CUDA_RETURN(error);

@@ -103,7 +103,8 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr ptr) {
   FAKE_CUDA_RETURN(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuMemHostAlloc(void** ptr, size_t bytes, unsigned int flags) {
+CUresult CUDAAPI cuMemHostAlloc(void** ptr, size_t bytes,
+                                unsigned int /*flags*/) {
   FAKE_CUDA_ENTER("size=" + std::to_string(bytes));
   if (CUresult error = fake_cuda::RequireContext(state))
     FAKE_CUDA_RETURN(error);
@@ -136,7 +137,7 @@ CUresult CUDAAPI cuMemFreeHost(void* ptr) {
 
 CUresult CUDAAPI cuMemGetAllocationGranularity(
     size_t* granularity, const CUmemAllocationProp* prop,
-    CUmemAllocationGranularity_flags option) {
+    CUmemAllocationGranularity_flags /*option*/) {
   FAKE_CUDA_ENTER("");
   if (granularity == nullptr || prop == nullptr ||
       prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
@@ -150,7 +151,7 @@ CUresult CUDAAPI cuMemGetAllocationGranularity(
 }
 
 CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size,
-                                     size_t alignment, CUdeviceptr address,
+                                     size_t alignment, CUdeviceptr /*address*/,
                                      unsigned long long flags) {
   FAKE_CUDA_ENTER("size=" + std::to_string(size));
   if (!state.initialized) FAKE_CUDA_RETURN(CUDA_ERROR_NOT_INITIALIZED);

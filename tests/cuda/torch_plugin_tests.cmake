@@ -1,5 +1,5 @@
 # The PyTorch CUDA plug-in, called as CUDAPluggableAllocator calls it.
-# Included by src/torch/cuda_plugin.cmake once the library target exists.
+# Included by tests/cuda/CMakeLists.txt when the library target exists.
 tensormem_cuda_test(cuda_torch_plugin_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cuda_torch_plugin_test.cc
   DEPS tensormem_cuda tensormem_trace nlohmann_json::nlohmann_json ${CMAKE_DL_LIBS})

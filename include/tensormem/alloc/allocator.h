@@ -8,8 +8,7 @@
 //   std::unique_ptr<Allocator> allocator = ...;
 //   void* p = allocator->Allocate(4096);        // nullptr when out of memory
 //   absl::Status s = allocator->CheckedDeallocate(p);
-//   allocator->Deallocate(p);                   // double free: handled by
-//   policy
+//   allocator->Deallocate(p);  // double free: handled by the policy
 #ifndef TENSORMEM_ALLOC_ALLOCATOR_H_
 #define TENSORMEM_ALLOC_ALLOCATOR_H_
 
@@ -68,10 +67,10 @@ class Allocator {
   virtual bool ClearStats() { return false; }
 
   // Sizes of a live block: as requested, and as actually reserved for it.
-  virtual std::optional<size_t> RequestedSize(const void* ptr) const {
+  virtual std::optional<size_t> RequestedSize(const void* /*ptr*/) const {
     return std::nullopt;
   }
-  virtual std::optional<size_t> AllocatedSize(const void* ptr) const {
+  virtual std::optional<size_t> AllocatedSize(const void* /*ptr*/) const {
     return std::nullopt;
   }
 

@@ -14,8 +14,9 @@
 //   BfcAllocator::Options options;
 //   options.allow_growth = false;
 //   BfcAllocator allocator(std::make_unique<HostSubAllocator>(), 1 * kGiB,
-//   options); void* p = allocator.AllocateRaw(/*alignment=*/256, 4096); if (p
-//   == nullptr) std::cerr << allocator.LastFailureReport();
+//                          options);
+//   void* p = allocator.AllocateRaw(/*alignment=*/256, 4096);
+//   if (p == nullptr) std::cerr << allocator.LastFailureReport();
 //   allocator.Deallocate(p);
 //   std::cout << allocator.RecordMemoryDump().ToText();
 //

@@ -9,8 +9,8 @@
 //
 //   std::unique_ptr<BfcFreeIndex> index = MakeFastFreeIndex();
 //   index->Insert({.size = 4096, .address = 0x10000, .handle = 7});
-//   std::optional<FreeChunkKey> fit = index->FindBestFit(1024);  // the 4096
-//   chunk
+//   // The 4096-byte chunk:
+//   std::optional<FreeChunkKey> fit = index->FindBestFit(1024);
 #ifndef TENSORMEM_ALLOC_BFC_FREE_INDEX_H_
 #define TENSORMEM_ALLOC_BFC_FREE_INDEX_H_
 

@@ -4,10 +4,9 @@
 // exactly where TensorFlow's does, written down once as pure functions so the
 // allocator, its free indexes and the tests all share one definition.
 //
-//   std::optional<uint64_t> rounded = tensormem::bfc::RoundedBytes(4);  // 256
-//   int bin = tensormem::bfc::BinNumForSize(4096);                       // 4
-//   bool split = tensormem::bfc::ShouldSplit(1 << 20, 614400, 128 << 20);  //
-//   false
+//   std::optional<uint64_t> rounded = bfc::RoundedBytes(4);     // 256
+//   int bin = bfc::BinNumForSize(4096);                         // 4
+//   bool split = bfc::ShouldSplit(1 << 20, 614400, 128 << 20);  // false
 #ifndef TENSORMEM_ALLOC_BFC_POLICY_H_
 #define TENSORMEM_ALLOC_BFC_POLICY_H_
 

@@ -7,8 +7,8 @@
 //
 //   auto faulty = std::make_unique<tensormem::FaultInjectingSubAllocator>(
 //       std::make_unique<tensormem::SimulatedSubAllocator>(tensormem::kGiB));
-//   faulty->FailAllocCall(2);            // the second Alloc call returns
-//   nullptr tensormem::FaultInjectingSubAllocator* probe = faulty.get();
+//   faulty->FailAllocCall(2);  // the second Alloc call returns nullptr
+//   tensormem::FaultInjectingSubAllocator* probe = faulty.get();
 //   BfcAllocator bfc(std::move(faulty), tensormem::kGiB, {});
 //   ... probe->alloc_calls(), probe->bad_frees() ...
 #ifndef TENSORMEM_ALLOC_FAULT_INJECTING_SUB_ALLOCATOR_H_

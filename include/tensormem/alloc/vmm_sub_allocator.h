@@ -19,8 +19,8 @@
 //   tensormem::VmmSubAllocator vmm(64 * tensormem::kGiB);
 //   size_t first_size = 0, second_size = 0;
 //   char* first = static_cast<char*>(vmm.Alloc(256, 2 << 20, &first_size));
-//   void* second = vmm.Alloc(256, 4 << 20, &second_size);  // == first +
-//   first_size
+//   // Right after the first region: second == first + first_size.
+//   void* second = vmm.Alloc(256, 4 << 20, &second_size);
 #ifndef TENSORMEM_ALLOC_VMM_SUB_ALLOCATOR_H_
 #define TENSORMEM_ALLOC_VMM_SUB_ALLOCATOR_H_
 

@@ -5,8 +5,8 @@
 // [lower, upper) of time steps. Files may use either convention of design.md
 // §3.2 and are converted on read and back on write:
 //   - `id,lower,upper,size` (MiniMalloc / idealloc): half-open, kept as is;
-//   - `id,first_task,last_task,size` (TFLite): closed, read as [first, last +
-//   1).
+//   - `id,first_task,last_task,size` (TFLite): closed, read as
+//     [first, last + 1).
 // An optional `offset` column carries a given placement.
 //
 //   absl::StatusOr<BufferSet> set = ReadBufferSetCsv("resnet50.csv");
@@ -29,7 +29,7 @@ struct Buffer {
   int64_t lower = 0;  // first time step the buffer is live
   int64_t upper = 0;  // first time step it is no longer live (> lower)
   uint64_t size = 0;  // bytes
-  std::optional<uint64_t> offset;  // given placement, if any
+  std::optional<uint64_t> offset{};  // given placement, if any
 
   // True when the two lifetimes share a time step.
   bool LiveAtSameTime(const Buffer& other) const {

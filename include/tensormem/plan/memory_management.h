@@ -2,11 +2,12 @@
 // delegates do, including which size types support which strategy.
 //
 //   ObjectsAssignment<> objects;
-//   TM_RETURN_IF_ERROR(AssignObjectsToTensors(records,
-//   MemoryStrategy::kGreedyBest, &objects)); OffsetsAssignment offsets;
-//   TM_RETURN_IF_ERROR(AssignOffsetsToTensors(records,
-//   MemoryStrategy::kGreedyBySize, &offsets,
-//                                             /*base_addr_align_bytes=*/64));
+//   TM_RETURN_IF_ERROR(AssignObjectsToTensors(
+//       records, MemoryStrategy::kGreedyBest, &objects));
+//   OffsetsAssignment offsets;
+//   TM_RETURN_IF_ERROR(AssignOffsetsToTensors(
+//       records, MemoryStrategy::kGreedyBySize, &offsets,
+//       /*base_addr_align_bytes=*/64));
 //
 // The strategy registry (strategy_registry.h) is the richer interface used by
 // the CLI; these functions exist so TFLite behaviour can be reproduced call

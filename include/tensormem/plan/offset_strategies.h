@@ -1,8 +1,9 @@
 // Offset strategies: every tensor gets a byte offset in one arena, and
 // tensors live at the same time must not overlap.
 //
-//   TM_ASSIGN_OR_RETURN(OffsetsAssignment plan, GreedyBySizeOffsets(records,
-//   64)); TM_ASSIGN_OR_RETURN(BestFitResult best, BestFitMulti(records, 64));
+//   TM_ASSIGN_OR_RETURN(OffsetsAssignment plan,
+//                       GreedyBySizeOffsets(records, 64));
+//   TM_ASSIGN_OR_RETURN(BestFitResult best, BestFitMulti(records, 64));
 //
 // GreedyBySizeOffsets is TFLite's offset planner, exact (O(n^2)). The best-fit
 // family goes beyond TFLite, in the spirit of XLA's heap simulator: tensors in

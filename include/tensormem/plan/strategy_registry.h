@@ -44,8 +44,8 @@ struct PlanOptions {
   bool allow_slow =
       false;  // run even when the estimate exceeds kSlowStrategySeconds
   // For search strategies (e.g. `optimal`); the heuristics ignore them.
-  std::optional<double> time_limit_seconds;
-  std::optional<uint64_t> capacity;
+  std::optional<double> time_limit_seconds{};
+  std::optional<uint64_t> capacity{};
   int threads = 1;
 };
 

@@ -10,8 +10,8 @@
 // ToUsageRecords / FromUsageRecords convert explicitly between the two:
 //
 //   TM_ASSIGN_OR_RETURN(std::vector<UsageRecord<>> records,
-//   ToUsageRecords(set)); ObjectsAssignment<> objects =
-//   NaiveAssignment(records);
+//                       ToUsageRecords(set));
+//   ObjectsAssignment<> objects = NaiveAssignment(records);
 //
 // `Size` is uint64_t for byte sizes, or Extent2 / Extent3 for 2-D / 3-D
 // textures (used by the multidimensional strategies).

@@ -6,10 +6,12 @@
 // each failed allocation kept by the replay, the free chunks at that moment
 // and why none of them could take the request.
 //
-//   ReplayOptions options{.record_placement = true, .max_timeline_samples =
-//   2000}; TM_ASSIGN_OR_RETURN(ReplayResult result, Replay(prepared, target,
-//   options)); std::string html = RenderReplayHtml(result, "bert.trace",
-//   "bfc(simulated, growth)");
+//   ReplayOptions options{.record_placement = true,
+//                         .max_timeline_samples = 2000};
+//   TM_ASSIGN_OR_RETURN(ReplayResult result,
+//                       Replay(prepared, target, options));
+//   std::string html =
+//       RenderReplayHtml(result, "bert.trace", "bfc(simulated, growth)");
 #ifndef TENSORMEM_REPORT_REPLAY_HTML_H_
 #define TENSORMEM_REPORT_REPLAY_HTML_H_
 

@@ -6,9 +6,10 @@
 //   TimelineChartData timeline;
 //   timeline.x_label = "event";
 //   timeline.x = {0, 1, 2};
-//   timeline.series = {{"live", {0, 4096, 0}}, {"pool", {0, 2097152,
-//   2097152}}}; timeline.peak_x = 1;                     // marked with a
-//   vertical line page.AddTimelineChart(timeline);
+//   timeline.series = {{"live", {0, 4096, 0}},
+//                      {"pool", {0, 2097152, 2097152}}};
+//   timeline.peak_x = 1;  // marked with a vertical line
+//   page.AddTimelineChart(timeline);
 #ifndef TENSORMEM_REPORT_TIMELINE_CHART_H_
 #define TENSORMEM_REPORT_TIMELINE_CHART_H_
 

@@ -8,9 +8,9 @@
 //   planners and the online allocators can be compared on one workload.
 //
 //   absl::StatusOr<Trace> trace = ReadRmmLog("rmm_log.csv");
-//   absl::StatusOr<PytorchImport> torch = ReadPytorchSnapshot("snap.pickle",
-//   {.device = 0}); absl::StatusOr<BufferSet> set =
-//   TraceToBufferSet(torch->trace);
+//   absl::StatusOr<PytorchImport> torch =
+//       ReadPytorchSnapshot("snap.pickle", {.device = 0});
+//   absl::StatusOr<BufferSet> set = TraceToBufferSet(torch->trace);
 #ifndef TENSORMEM_TRACE_IMPORTERS_H_
 #define TENSORMEM_TRACE_IMPORTERS_H_
 

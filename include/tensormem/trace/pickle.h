@@ -7,10 +7,10 @@
 // Values live in one flat array, so shared and even self-referencing
 // containers are cheap and safe.
 //
-//   absl::StatusOr<PickleDocument> doc = PickleDocument::Parse(bytes,
-//   "snap.pickle"); std::optional<PickleValue> segments =
-//   doc->root().Find("segments"); for (size_t i = 0; segments && i <
-//   segments->size(); ++i) {
+//   TM_ASSIGN_OR_RETURN(PickleDocument doc,
+//                       PickleDocument::Parse(bytes, "snap.pickle"));
+//   std::optional<PickleValue> segments = doc.root().Find("segments");
+//   for (size_t i = 0; segments && i < segments->size(); ++i) {
 //     std::optional<int64_t> address = (*segments)[i].Find("address")->AsInt();
 //   }
 #ifndef TENSORMEM_TRACE_PICKLE_H_

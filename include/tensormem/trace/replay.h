@@ -128,9 +128,9 @@ struct FailedAllocation {
   uint64_t bytes = 0;
   uint64_t live_bytes = 0;  // live just before the request
   uint64_t pool_bytes = 0;
-  std::string explanation;  // the allocator's own, when it has one
+  std::string explanation{};  // the allocator's own, when it has one
   // The largest free chunks at that moment (offset, size), largest first.
-  std::vector<std::pair<uint64_t, uint64_t>> largest_free_chunks;
+  std::vector<std::pair<uint64_t, uint64_t>> largest_free_chunks{};
   uint64_t free_bytes = 0;  // total free inside the pool
 };
 

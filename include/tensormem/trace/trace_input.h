@@ -40,12 +40,12 @@ struct TraceInput {
   TraceFormat format = TraceFormat::kTrace;
   Trace trace;
   // PyTorch snapshots only: what the importer reports beside the trace.
-  std::optional<PytorchImport> pytorch_details;  // its `trace` is left empty
+  std::optional<PytorchImport> pytorch_details{};  // its `trace` is left empty
 };
 
 struct TraceInputOptions {
-  std::optional<TraceFormat> format;  // unset: DetectTraceFormat
-  int device = 0;                     // of a PyTorch snapshot
+  std::optional<TraceFormat> format{};  // unset: DetectTraceFormat
+  int device = 0;                       // of a PyTorch snapshot
 };
 
 // Reads `path` in its format. Errors name the file (and line or entry).
