@@ -8,6 +8,7 @@
 #ifndef TENSORMEM_FUZZ_ALLOCATOR_FUZZ_SETUP_H_
 #define TENSORMEM_FUZZ_ALLOCATOR_FUZZ_SETUP_H_
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -76,6 +77,9 @@ inline BfcSetup DecodeBfcSetup(ByteReader& input) {
   const std::vector<std::string> policies = BfcPolicyNames();
   setup.policy = policies[input.Below(policies.size())];
   setup.limit = input.Size(host ? 24 : 32);
+  // The hostile sizes (2^63, 2^64 - k) stay for address-space upstreams; on
+  // host memory a backpedalling region size would find all of the machine's.
+  if (host) setup.limit = std::min<uint64_t>(setup.limit, uint64_t{1} << 24);
   setup.max_size_log2 = host ? 20 : 30;
   const uint8_t flags = input.Byte();
   setup.options.allow_growth = (flags & 1) != 0;

@@ -221,21 +221,23 @@ std::string FormatBufferSetCsv(const BufferSet& set,
 
 uint64_t PeakLiveBytes(const BufferSet& set) {
   // Sweep over (time, +size at lower / -size at upper); at equal times frees
-  // come first because intervals are half-open.
-  std::vector<std::pair<int64_t, int64_t>> events;
+  // come first because intervals are half-open. Sums are kept in 128 bits: a
+  // few sizes near 2^63 would overflow 64 (the peak saturates at 2^64 - 1).
+  std::vector<std::pair<int64_t, __int128>> events;
   events.reserve(set.buffers.size() * 2);
   for (const Buffer& b : set.buffers) {
-    events.emplace_back(b.lower, static_cast<int64_t>(b.size));
-    events.emplace_back(b.upper, -static_cast<int64_t>(b.size));
+    events.emplace_back(b.lower, static_cast<__int128>(b.size));
+    events.emplace_back(b.upper, -static_cast<__int128>(b.size));
   }
   std::sort(events.begin(), events.end());
-  int64_t live = 0;
-  int64_t peak = 0;
+  __int128 live = 0;
+  __int128 peak = 0;
   for (const auto& [time, delta] : events) {
     live += delta;
     peak = std::max(peak, live);
   }
-  return static_cast<uint64_t>(peak);
+  return peak > static_cast<__int128>(UINT64_MAX) ? UINT64_MAX
+                                                  : static_cast<uint64_t>(peak);
 }
 
 }  // namespace tensormem

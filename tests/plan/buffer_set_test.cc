@@ -82,6 +82,19 @@ TEST(BufferSetTest, ErrorsNameTheLineAndTheValue) {
   }
 }
 
+TEST(BufferSetTest, PeakLiveBytesOfSizesNear2To63DoesNotOverflow) {
+  // Found by the CSV fuzz target: the sum of live sizes overflowed int64.
+  absl::StatusOr<BufferSet> set = ParseBufferSetCsv(
+      "id,lower,upper,size\n0,0,2,9223372036854775807\n1,1,3,22282\n");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(PeakLiveBytes(*set), uint64_t{9223372036854775807} + 22282);
+  absl::StatusOr<BufferSet> three = ParseBufferSetCsv(
+      "id,lower,upper,size\n0,0,2,9223372036854775807\n"
+      "1,0,2,9223372036854775807\n2,0,2,9223372036854775807\n");
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(PeakLiveBytes(*three), UINT64_MAX);  // saturates
+}
+
 TEST(BufferSetTest, PeakLiveBytesTreatsUpperAsExclusive) {
   absl::StatusOr<BufferSet> set =
       ParseBufferSetCsv("id,lower,upper,size\n0,0,2,10\n1,2,4,20\n2,1,3,5\n");
