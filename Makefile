@@ -6,6 +6,7 @@ BUILD_DIR := build/$(PRESET)
 # Seconds per fuzz target for `make fuzz`; `make fuzz-smoke` runs each briefly.
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 20
+FUZZ_SMOKE_RUNS ?= 2000
 # Extra configure arguments, e.g. CMAKE_ARGS=-DTENSORMEM_WARNINGS_AS_ERRORS=ON (CI).
 CMAKE_ARGS ?=
 
@@ -53,7 +54,7 @@ fuzz: fuzz-build
 	@bash fuzz/run_fuzzers.sh build/fuzz $(FUZZ_SECONDS)
 
 fuzz-smoke: fuzz-build
-	@bash fuzz/run_fuzzers.sh build/fuzz $(FUZZ_SMOKE_SECONDS)
+	@FUZZ_RUNS=$(FUZZ_SMOKE_RUNS) bash fuzz/run_fuzzers.sh build/fuzz $(FUZZ_SMOKE_SECONDS)
 
 ci:
 	@bash .ci/run

@@ -3,6 +3,10 @@
 #
 #   bash fuzz/run_fuzzers.sh build/fuzz 60 [target ...]
 #
+# With FUZZ_RUNS=N each target instead runs N inputs from seed 1 (at most
+# SECONDS): the same inputs on every machine, so a CI smoke run does not fail
+# on a crash that a luckier run happened to find.
+#
 # Each target starts from its checked-in seeds (fuzz/corpus/<name>) plus what
 # earlier runs found (<build>/corpus/<name>, which grows), with its dictionary
 # when there is one. Logs go to <build>/logs/<name>.log (read by
@@ -34,6 +38,7 @@ for target in "${targets[@]}"; do
   mkdir -p "$corpus"
   flags=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048
          -print_final_stats=1 -artifact_prefix="$build/crashes/$target-")
+  [ -n "${FUZZ_RUNS:-}" ] && flags+=(-runs="$FUZZ_RUNS" -seed=1)
   dictionary="fuzz/dictionaries/$target.dict"
   [ -f "$dictionary" ] && flags+=(-dict="$dictionary")
   # Hostile sizes must fail cleanly, not abort inside the sanitizer's malloc.
