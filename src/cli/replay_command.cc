@@ -169,8 +169,9 @@ void AddReplayCommand(CLI::App& app) {
       "Run a trace through an allocator and report peak live/in-use/pool "
       "bytes, "
       "fragmentation and speed.\n"
-      "Example: tensormem replay data/traces/resnet50.trace.gz --no-growth "
-      "--memory-limit 64M --min-limit --json");
+      "Example: tensormem replay data/models/resnet50.infer_b8.trace.gz "
+      "--no-growth "
+      "--memory-limit 256M --min-limit --json");
   command
       ->add_option("trace", flags->trace,
                    "trace (.trace[.gz]), PyTorch snapshot (.pickle), RMM log "

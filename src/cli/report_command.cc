@@ -125,7 +125,7 @@ void AddReportCommand(CLI::App& app) {
       "timeline, placement "
       "and failed allocations; for a buffer set with offsets (.csv), the plan "
       "picture.\n"
-      "Example: tensormem report data/traces/resnet50.trace.gz --html "
+      "Example: tensormem report data/models/resnet50.infer_b8.trace.gz --html "
       "out/resnet50.html "
       "--min-limit");
   command
