@@ -1,0 +1,166 @@
+// The BFC allocator's cost per operation and its thread scaling.
+//
+// Replay: the replay loop (trace parsed and prepared first, allocator warmed
+// by one pass) over five real training traces and a synthetic 1M-event
+// training trace, for the `tf` and `tight` policies; ns/op is the CPU time per
+// allocation or free. Threads: 1, 2 and 4 threads each replaying their own
+// stream into ONE allocator; compare items_per_second (wall time) across
+// thread counts.
+//
+//   bfc_speed_benchmark --benchmark_filter='Replay/tf'
+//   bfc_speed_benchmark --count=synthetic --policy=tf   # for callgrind
+//
+// --count runs one warm pass, then --passes (default 1) passes inside
+// CountedPasses, and prints the operations made: tools/bfc_instructions.py
+// runs it under callgrind, collecting inside CountedPasses only.
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "bfc_speed_workloads.h"
+
+namespace tensormem::bench {
+namespace {
+
+constexpr uint64_t kCapacity = 64 * kGiB;
+
+const PreparedTrace& Workload(const std::string& name) {
+  static std::mutex mutex;
+  static auto* cache = new std::map<std::string, PreparedTrace>;
+  std::lock_guard lock(mutex);
+  auto it = cache->find(name);
+  if (it == cache->end()) {
+    it = cache
+             ->emplace(name,
+                       name == "synthetic"
+                           ? PrepareOrDie(SyntheticTrainingTrace(), "synthetic")
+                           : LoadRealTrace(name))
+             .first;
+  }
+  return it->second;
+}
+
+void SetPerOpCounters(benchmark::State& state, int64_t operations) {
+  state.SetItemsProcessed(operations);
+  state.counters["ns_per_op"] = benchmark::Counter(
+      static_cast<double>(operations) * 1e-9,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_Replay(benchmark::State& state, std::string policy,
+               std::string workload) {
+  const PreparedTrace& trace = Workload(workload);
+  std::unique_ptr<Allocator> allocator = MakeSpeedAllocator(policy, kCapacity);
+  std::vector<void*> blocks(trace.slot_count(), nullptr);
+  ReplayPass(trace, *allocator, blocks);  // warm: regions exist
+  int64_t operations = 0;
+  for (auto _ : state) operations += ReplayPass(trace, *allocator, blocks);
+  SetPerOpCounters(state, operations);
+}
+
+// One allocator per (policy, workload, thread count), shared by the threads.
+Allocator& SharedAllocator(const std::string& key, const std::string& policy) {
+  static std::mutex mutex;
+  static auto* allocators =
+      new std::map<std::string, std::unique_ptr<Allocator>>;
+  std::lock_guard lock(mutex);
+  std::unique_ptr<Allocator>& allocator = (*allocators)[key];
+  if (allocator == nullptr) allocator = MakeSpeedAllocator(policy, kCapacity);
+  return *allocator;
+}
+
+void BM_Threads(benchmark::State& state, std::string policy,
+                std::string workload) {
+  const PreparedTrace& trace = Workload(workload);
+  Allocator& allocator = SharedAllocator(
+      policy + "/" + workload + "/" + std::to_string(state.threads()), policy);
+  std::vector<void*> blocks(trace.slot_count(), nullptr);
+  ReplayPass(trace, allocator, blocks);  // warm, before the timed barrier
+  int64_t operations = 0;
+  for (auto _ : state) operations += ReplayPass(trace, allocator, blocks);
+  state.SetItemsProcessed(operations);
+}
+
+void RegisterAll() {
+  std::vector<std::string> workloads = RealTraceNames();
+  workloads.push_back("synthetic");
+  for (const char* policy : {"tf", "tight"}) {
+    for (const std::string& workload : workloads) {
+      benchmark::RegisterBenchmark(
+          ("Replay/" + std::string(policy) + "/" + workload).c_str(), BM_Replay,
+          policy, workload);
+    }
+    for (const char* workload : {"synthetic", "resnet50"}) {
+      benchmark::RegisterBenchmark(
+          ("Threads/" + std::string(policy) + "/" + workload).c_str(),
+          BM_Threads, policy, workload)
+          ->Threads(1)
+          ->Threads(2)
+          ->Threads(4)
+          ->UseRealTime();
+    }
+  }
+}
+
+[[gnu::noinline]] int64_t CountedPasses(const PreparedTrace& trace,
+                                        Allocator& allocator,
+                                        std::vector<void*>& blocks,
+                                        int passes) {
+  int64_t operations = 0;
+  for (int p = 0; p < passes; ++p)
+    operations += ReplayPass(trace, allocator, blocks);
+  return operations;
+}
+
+// --count=<workload> [--policy=tf] [--passes=1]: small reservations, so the
+// run suits valgrind.
+int CountMode(int argc, char** argv) {
+  std::string workload, policy = "tf";
+  int passes = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--count=", 0) == 0)
+      workload = arg.substr(8);
+    else if (arg.rfind("--policy=", 0) == 0)
+      policy = arg.substr(9);
+    else if (arg.rfind("--passes=", 0) == 0)
+      passes = std::atoi(arg.c_str() + 9);
+    else {
+      std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
+      return 2;
+    }
+  }
+  if (passes < 1) {
+    std::fprintf(stderr, "--passes must be at least 1\n");
+    return 2;
+  }
+  const PreparedTrace& trace = Workload(workload);
+  std::unique_ptr<Allocator> allocator = MakeSpeedAllocator(policy, 8 * kGiB);
+  std::vector<void*> blocks(trace.slot_count(), nullptr);
+  ReplayPass(trace, *allocator, blocks);
+  const int64_t operations = CountedPasses(trace, *allocator, blocks, passes);
+  std::printf("operations %lld\n", static_cast<long long>(operations));
+  return 0;
+}
+
+}  // namespace
+}  // namespace tensormem::bench
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--count=", 8) == 0)
+      return tensormem::bench::CountMode(argc, argv);
+  }
+  tensormem::bench::RegisterAll();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
