@@ -139,7 +139,9 @@ absl::Status BfcAllocator::DoDeallocate(void* ptr) {
     std::lock_guard lock(mutex_);
     status = core_->Free(ptr);
   }
-  if (status.ok()) retrier_.NotifyDealloc();
+  // Without retries nobody waits for memory: skip the shared counter the
+  // notification bumps.
+  if (status.ok() && options_.allow_retry_on_failure) retrier_.NotifyDealloc();
   return status;
 }
 
