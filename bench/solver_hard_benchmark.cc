@@ -8,16 +8,21 @@
 //   ./bench/solver_hard_benchmark --count 200 --write /tmp/hard  # CSVs too
 //
 // Flags: --count N (100), --first-seed S (1), --seconds T (wall limit per
-// instance, 3), --threads K (1), --write DIR (also write DIR/hard_<seed>.csv
-// in MiniMalloc's column layout, for other solvers), --verbose (a line per
-// instance). CPU seconds come from getrusage, so they add up all threads.
+// instance, 3), --cpu-seconds C (also stop each instance after C CPU-seconds,
+// so a loaded machine does not shorten the search: use --seconds large),
+// --threads K (1), --write DIR (also write DIR/hard_<seed>.csv in MiniMalloc's
+// column layout, for other solvers), --verbose (a line per instance). CPU
+// seconds come from getrusage, so they add up all threads.
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "plan/solver/hard_instances.h"
@@ -37,6 +42,7 @@ struct Flags {
   int count = 100;
   uint64_t first_seed = 1;
   double seconds = 3;
+  double cpu_seconds = 0;  // 0: no CPU limit
   int threads = 1;
   std::string write_dir;
   bool verbose = false;
@@ -54,6 +60,8 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       flags.first_seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (flag == "--seconds" && has_value) {
       flags.seconds = std::atof(argv[++i]);
+    } else if (flag == "--cpu-seconds" && has_value) {
+      flags.cpu_seconds = std::atof(argv[++i]);
     } else if (flag == "--threads" && has_value) {
       flags.threads = std::atoi(argv[++i]);
     } else if (flag == "--write" && has_value) {
@@ -63,7 +71,8 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       return false;
     }
   }
-  return flags.count > 0 && flags.seconds > 0 && flags.threads > 0;
+  return flags.count > 0 && flags.seconds > 0 && flags.cpu_seconds >= 0 &&
+         flags.threads > 0;
 }
 
 int Run(const Flags& flags) {
@@ -84,7 +93,18 @@ int Run(const Flags& flags) {
     options.time_limit_seconds = flags.seconds;
     options.threads = flags.threads;
     const double cpu_start = CpuSeconds();
+    std::atomic<bool> cancel{false};
+    options.cancel = &cancel;
+    std::atomic<bool> done{false};
+    std::thread watchdog([&] {
+      while (flags.cpu_seconds > 0 && !done.load()) {
+        if (CpuSeconds() - cpu_start > flags.cpu_seconds) cancel.store(true);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
     absl::StatusOr<OptimalPlanResult> result = PlanOptimal(hard.set, options);
+    done.store(true);
+    watchdog.join();
     const double cpu = CpuSeconds() - cpu_start;
     total_cpu += cpu;
     const uint64_t nodes = result.ok() ? result->nodes : 0;
@@ -125,7 +145,8 @@ int main(int argc, char** argv) {
   if (!tensormem::ParseFlags(argc, argv, flags)) {
     std::fprintf(stderr,
                  "usage: solver_hard_benchmark [--count N] [--first-seed S] "
-                 "[--seconds T] [--threads K] [--write DIR] [--verbose]\n");
+                 "[--seconds T] [--cpu-seconds C] [--threads K] [--write DIR] "
+                 "[--verbose]\n");
     return 2;
   }
   return tensormem::Run(flags);

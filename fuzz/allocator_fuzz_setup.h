@@ -26,19 +26,30 @@
 
 namespace tensormem::fuzz {
 
-// Every registered allocation policy: a new one joins the driver by being
-// registered. The reference index only knows TensorFlow's rules, so it
+struct BfcPolicyChoice {
+  std::string name;
+  std::string config;  // PYTORCH_CUDA_ALLOC_CONF syntax, "" for the defaults
+};
+
+// Every registered allocation policy, with its defaults and in each of its
+// example configurations: a new policy or configuration joins the driver by
+// being registered. The reference index only knows TensorFlow's rules, so it
 // checks "tf" alone.
-inline std::vector<std::string> BfcPolicyNames() {
-  std::vector<std::string> names;
-  for (const PolicyInfo& info : Policies()) names.emplace_back(info.name);
-  return names;
+inline std::vector<BfcPolicyChoice> BfcPolicyChoices() {
+  std::vector<BfcPolicyChoice> choices;
+  for (const PolicyInfo& info : Policies()) {
+    choices.push_back({std::string(info.name), ""});
+    for (std::string_view config : info.example_configs)
+      choices.push_back({std::string(info.name), std::string(config)});
+  }
+  return choices;
 }
 
 struct BfcSetup {
   std::string upstream_kind;
   bool coalescing = false;
   std::string policy;
+  std::string policy_config;
   uint64_t limit = 0;
   BfcAllocator::Options options;
   std::vector<int64_t> failing_calls;
@@ -74,8 +85,11 @@ inline BfcSetup DecodeBfcSetup(ByteReader& input) {
   // Host regions are real memory: keep them small.
   const bool host = setup.upstream_kind == "host";
   setup.coalescing = !host && input.Bool();
-  const std::vector<std::string> policies = BfcPolicyNames();
-  setup.policy = policies[input.Below(policies.size())];
+  static const std::vector<BfcPolicyChoice>* const policies =
+      new std::vector<BfcPolicyChoice>(BfcPolicyChoices());
+  const BfcPolicyChoice& policy = (*policies)[input.Below(policies->size())];
+  setup.policy = policy.name;
+  setup.policy_config = policy.config;
   setup.limit = input.Size(host ? 24 : 32);
   // The hostile sizes (2^63, 2^64 - k) stay for address-space upstreams; on
   // host memory a backpedalling region size would find all of the machine's.
@@ -86,7 +100,8 @@ inline BfcSetup DecodeBfcSetup(ByteReader& input) {
   setup.options.garbage_collection = (flags & 2) != 0;
   setup.timestamps = (flags & 4) != 0;
   // Offsets are comparable only where placement is deterministic.
-  setup.reference_oracle = setup.policy == "tf" && (flags & 8) != 0 &&
+  setup.reference_oracle = setup.policy == "tf" &&
+                           setup.policy_config.empty() && (flags & 8) != 0 &&
                            setup.upstream_kind == "simulated";
   if ((flags & 16) != 0)
     setup.options.fragmentation_fraction = DecodeFraction(input);
@@ -123,14 +138,14 @@ inline std::unique_ptr<BfcAllocator> MakeBfc(const BfcSetup& setup,
       std::make_unique<FaultInjectingSubAllocator>(std::move(*upstream));
   for (int64_t call : setup.failing_calls) faulty->FailAllocCall(call);
   faulty->SetShortfall(setup.shortfall);
-  if (setup.policy != "tf") {
+  if (setup.policy != "tf" || !setup.policy_config.empty()) {
     PolicyEnvironment environment;
     environment.memory_limit = setup.limit;
     environment.allow_growth = setup.options.allow_growth;
     environment.upstream_coalesces = faulty->SupportsCoalescing();
     environment.fragmentation_fraction = setup.options.fragmentation_fraction;
     absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
-        CreatePolicy(setup.policy, environment);
+        CreatePolicy(setup.policy, environment, setup.policy_config);
     if (!policy.ok()) return nullptr;
     return std::make_unique<BfcAllocator>(std::move(faulty), setup.limit,
                                           setup.options, *std::move(policy));

@@ -31,10 +31,15 @@ const std::vector<RegisteredPolicy>& Registry() {
        internal::MakeTightPolicy},
       {{"tf", "TensorFlow's BFC allocator, decision for decision", ""},
        internal::MakeTfPolicy},
-      {{"pytorch", "a model of PyTorch's CUDA caching allocator",
+      {{"pytorch",
+        "a model of PyTorch's CUDA caching allocator",
         "max_split_size_mb, max_non_split_rounding_mb, "
         "roundup_power2_divisions, garbage_collection_threshold, "
-        "expandable_segments"},
+        "expandable_segments",
+        {"expandable_segments:True", "max_split_size_mb:21",
+         "roundup_power2_divisions:4", "garbage_collection_threshold:0.5",
+         "max_non_split_rounding_mb:4,roundup_power2_divisions:[1:1,64:8,>:"
+         "2]"}},
        internal::MakePytorchPolicy},
   };
   return *registry;

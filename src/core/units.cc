@@ -83,6 +83,11 @@ absl::StatusOr<uint64_t> ParseByteSize(std::string_view text) {
     return absl::InvalidArgumentError(
         absl::StrFormat("invalid size '%s': out of range", text));
   }
+  // "1.5G" is a size with a fraction of a unit; "1.5" bytes is no size.
+  if (multiplier == 1 && bytes != std::floor(bytes)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "invalid size '%s': a byte count must be a whole number", text));
+  }
   return static_cast<uint64_t>(bytes);
 }
 

@@ -14,6 +14,8 @@ namespace tensormem {
 absl::StatusOr<PluginOptions> CudaPluginOptions(
     const std::function<const char*(const char*)>& getenv,
     std::string_view options_json) {
+  // The options name only kinds that are registered.
+  RegisterCudaSubAllocators();
   auto with_device_default = [&getenv](const char* name) -> const char* {
     const char* value = getenv(name);
     const bool unset = value == nullptr || *value == '\0';

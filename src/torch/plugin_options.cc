@@ -3,9 +3,15 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "tensormem/alloc/policy_registry.h"
+#include "tensormem/alloc/sub_allocator_registry.h"
 #include "tensormem/core/status_macros.h"
 #include "tensormem/core/units.h"
 
@@ -15,6 +21,36 @@ namespace {
 // This Abseil's string_view is not std::string_view.
 absl::string_view ToAbsl(std::string_view text) {
   return absl::string_view(text.data(), text.size());
+}
+
+// Names the registries know, checked now so a typo in the environment or the
+// options fails `enable()` rather than the first allocation. `variables`:
+// errors name TENSORMEM_<KEY> rather than the key.
+absl::Status CheckKnown(const AllocatorSpec& spec, bool variables) {
+  auto named = [variables](std::string_view key) {
+    return variables
+               ? absl::StrCat("TENSORMEM_", absl::AsciiStrToUpper(ToAbsl(key)))
+               : std::string(key);
+  };
+  bool known = false;
+  std::vector<std::string> kinds;
+  for (const SubAllocatorInfo& info : SubAllocatorKinds()) {
+    known = known || info.name == spec.sub_allocator;
+    kinds.emplace_back(info.name);
+  }
+  if (!known) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        named("sub_allocator"), ": unknown sub-allocator kind '",
+        spec.sub_allocator, "' (known: ", absl::StrJoin(kinds, ", "), ")"));
+  }
+  std::vector<std::string> policies;
+  for (const PolicyInfo& info : Policies()) {
+    if (info.name == spec.policy) return absl::OkStatus();
+    policies.emplace_back(info.name);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(named("policy"), ": unknown policy '", spec.policy,
+                   "' (known: ", absl::StrJoin(policies, ", "), ")"));
 }
 
 // The plug-in hands out memory that tensors write to.
@@ -28,7 +64,7 @@ absl::Status CheckUsable(const AllocatorSpec& spec) {
         "sub_allocator 'simulated' holds no memory a tensor could use (use "
         "host or vmm)");
   }
-  return absl::OkStatus();
+  return ValidateAllocatorSpec(spec);
 }
 
 // A JSON value as the text SetAllocatorOption parses.
@@ -57,6 +93,7 @@ absl::StatusOr<PluginOptions> OptionsFromEnvironment(
     const std::function<const char*(const char*)>& getenv) {
   PluginOptions options;
   TM_RETURN_IF_ERROR(ApplyAllocatorEnvironment(options.allocator, getenv));
+  TM_RETURN_IF_ERROR(CheckKnown(options.allocator, /*variables=*/true));
   if (absl::Status usable = CheckUsable(options.allocator); !usable.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("TENSORMEM_* variables: ", usable.message()));
@@ -68,6 +105,8 @@ absl::StatusOr<PluginOptions> OptionsFromEnvironment(
 
 absl::Status ApplyOptionsJson(std::string_view json_text,
                               PluginOptions* options) {
+  // Applied to a copy: options refused anywhere leave `options` as they were.
+  PluginOptions updated = *options;
   nlohmann::json json =
       nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) {
@@ -80,7 +119,7 @@ absl::Status ApplyOptionsJson(std::string_view json_text,
         return absl::InvalidArgumentError(
             absl::StrCat(key, "=", value.dump(), " is not a string"));
       }
-      (key == "trace_path" ? options->trace_path : options->report_path) =
+      (key == "trace_path" ? updated.trace_path : updated.report_path) =
           value.get<std::string>();
       continue;
     }
@@ -92,15 +131,17 @@ absl::Status ApplyOptionsJson(std::string_view json_text,
           absl::StrCat(key, "=", value.dump(), " is not a boolean"));
     }
     TM_ASSIGN_OR_RETURN(std::string text, OptionText(key, value));
-    absl::Status status =
-        SetAllocatorOption(options->allocator, spec_key, text);
+    absl::Status status = SetAllocatorOption(updated.allocator, spec_key, text);
     if (!status.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(status.message(),
                        " (the plug-in also takes trace_path, report_path)"));
     }
   }
-  return CheckUsable(options->allocator);
+  TM_RETURN_IF_ERROR(CheckKnown(updated.allocator, /*variables=*/false));
+  TM_RETURN_IF_ERROR(CheckUsable(updated.allocator));
+  *options = std::move(updated);
+  return absl::OkStatus();
 }
 
 uint64_t ResolvedMemoryLimit(const PluginOptions& options) {

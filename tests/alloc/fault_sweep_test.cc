@@ -3,14 +3,18 @@
 // does, the BFC allocator keeps its invariants and statistics, leaks nothing
 // (every region goes back with the size it was reported), and a request that
 // failed succeeds once the upstream works and memory allows.
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "alloc/bfc_test_util.h"
+#include "alloc/policy_test_util.h"
 #include "gtest/gtest.h"
 #include "tensormem/alloc/bfc_allocator.h"
 #include "tensormem/alloc/fault_injecting_sub_allocator.h"
@@ -20,6 +24,7 @@ namespace tensormem {
 namespace {
 
 using testing::InvariantsHold;
+using testing::PolicyChoice;
 using testing::QuietOptions;
 
 struct Request {
@@ -48,14 +53,18 @@ struct Config {
   bool growth;
   bool gc;
   bool coalescing;
+  PolicyChoice policy;
 };
 
 std::unique_ptr<BfcAllocator> MakeAllocator(
     const Config& config, std::unique_ptr<SubAllocator> upstream) {
   BfcAllocator::Options options = QuietOptions(config.growth);
   options.garbage_collection = config.gc;
-  return std::make_unique<BfcAllocator>(std::move(upstream), 64 * kMiB,
-                                        options);
+  absl::StatusOr<std::unique_ptr<BfcAllocator>> allocator =
+      testing::MakeChoiceBfc(config.policy, std::move(upstream), 64 * kMiB,
+                             options);
+  EXPECT_TRUE(allocator.ok()) << allocator.status();
+  return allocator.ok() ? *std::move(allocator) : nullptr;
 }
 
 // Runs `requests`, checking after every step; frees everything at the end and
@@ -103,14 +112,23 @@ std::unique_ptr<BfcAllocator> MakeFaulty(const Config& config,
   return MakeAllocator(config, std::move(faulty));
 }
 
+// Every policy in every configuration multiplies the runs: sanitizer suites
+// sweep fewer workloads.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr uint32_t kWorkloads = 6;
+#else
+constexpr uint32_t kWorkloads = 24;
+#endif
+
 class FaultSweepTest : public ::testing::TestWithParam<Config> {};
 
 TEST_P(FaultSweepTest, UpstreamFailsAtEveryCall) {
   int64_t fault_points = 0;
-  for (uint32_t seed = 1; seed <= 24; ++seed) {
+  for (uint32_t seed = 1; seed <= kWorkloads; ++seed) {
     const std::vector<Request> requests = Workload(seed);
     FaultInjectingSubAllocator* probe = nullptr;
     auto baseline_allocator = MakeFaulty(GetParam(), &probe);
+    ASSERT_NE(baseline_allocator, nullptr);
     const RunResult baseline =
         RunWorkload(*baseline_allocator, *probe, requests);
     ASSERT_GT(baseline.upstream_calls, 0);
@@ -118,6 +136,7 @@ TEST_P(FaultSweepTest, UpstreamFailsAtEveryCall) {
       SCOPED_TRACE(::testing::Message()
                    << "seed " << seed << " failing call " << k);
       auto allocator = MakeFaulty(GetParam(), &probe);
+      ASSERT_NE(allocator, nullptr);
       probe->FailAllocCall(k);
       const RunResult faulted = RunWorkload(*allocator, *probe, requests);
       ++fault_points;
@@ -145,6 +164,7 @@ TEST_P(FaultSweepTest, ShortRegionsAreUsedOnlyAsFarAsReported) {
     SCOPED_TRACE(::testing::Message() << "shortfall " << shortfall);
     FaultInjectingSubAllocator* probe = nullptr;
     auto allocator = MakeFaulty(GetParam(), &probe);
+    ASSERT_NE(allocator, nullptr);
     probe->SetShortfall(shortfall);
     RunWorkload(*allocator, *probe, Workload(7));
   }
@@ -155,8 +175,8 @@ TEST_P(FaultSweepTest, ShortRegionsAreUsedOnlyAsFarAsReported) {
 // an upstream breaking the 256-byte alignment contract.
 class MisaligningSubAllocator final : public SubAllocator {
  public:
-  explicit MisaligningSubAllocator(size_t shift)
-      : shift_(shift), wrapped_(256 * kMiB) {}
+  MisaligningSubAllocator(size_t shift, bool coalescing)
+      : shift_(shift), wrapped_(256 * kMiB, coalescing) {}
   ~MisaligningSubAllocator() override { EXPECT_TRUE(regions_.empty()); }
   void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override {
     size_t received = 0;
@@ -174,7 +194,10 @@ class MisaligningSubAllocator final : public SubAllocator {
     wrapped_.Free(static_cast<char*>(ptr) - shift_, it->second);
     regions_.erase(it);
   }
-  bool SupportsCoalescing() const override { return false; }
+  // What the wrapped upstream says; the shift breaks every seam anyway.
+  bool SupportsCoalescing() const override {
+    return wrapped_.SupportsCoalescing();
+  }
   MemoryKind GetMemoryKind() const override { return MemoryKind::kSimulated; }
   std::string Name() const override { return "misaligning"; }
 
@@ -187,8 +210,10 @@ class MisaligningSubAllocator final : public SubAllocator {
 TEST_P(FaultSweepTest, MisalignedRegionsAreReturnedUnused) {
   for (size_t shift : {size_t{1}, size_t{8}, size_t{64}, size_t{255}}) {
     SCOPED_TRACE(::testing::Message() << "shift " << shift);
-    auto allocator = MakeAllocator(
-        GetParam(), std::make_unique<MisaligningSubAllocator>(shift));
+    auto allocator =
+        MakeAllocator(GetParam(), std::make_unique<MisaligningSubAllocator>(
+                                      shift, GetParam().coalescing));
+    ASSERT_NE(allocator, nullptr);
     for (const Request& request : Workload(11)) {
       EXPECT_EQ(allocator->AllocateRaw(request.alignment, request.bytes),
                 nullptr);
@@ -198,16 +223,41 @@ TEST_P(FaultSweepTest, MisalignedRegionsAreReturnedUnused) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Configs, FaultSweepTest,
-    ::testing::Values(Config{true, false, false}, Config{true, true, false},
-                      Config{true, true, true}, Config{false, false, false},
-                      Config{false, true, false}),
-    [](const ::testing::TestParamInfo<Config>& info) {
-      return std::string(info.param.growth ? "Growth" : "NoGrowth") +
-             (info.param.gc ? "Gc" : "NoGc") +
-             (info.param.coalescing ? "Coalescing" : "");
-    });
+// The five growth / GC / coalescing settings for every policy in its
+// defaults; its example configurations in two (with and without growth).
+std::vector<Config> AllConfigs() {
+  std::vector<Config> configs;
+  for (const PolicyChoice& policy : testing::AllPolicyChoices()) {
+    std::vector<Config> settings = {{true, false, false},
+                                    {true, true, false},
+                                    {true, true, true},
+                                    {false, false, false},
+                                    {false, true, false}};
+    if (!policy.config.empty())
+      settings = {{true, true, true}, {false, false, false}};
+    for (Config config : settings) {
+      if (policy.NeedsCoalescing()) config.coalescing = true;
+      config.policy = policy;
+      configs.push_back(config);
+    }
+  }
+  return configs;
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, FaultSweepTest,
+                         ::testing::ValuesIn(AllConfigs()),
+                         [](const ::testing::TestParamInfo<Config>& info) {
+                           std::string name =
+                               info.param.policy.Label() + "_" +
+                               (info.param.growth ? "Growth" : "NoGrowth") +
+                               (info.param.gc ? "Gc" : "NoGc") +
+                               (info.param.coalescing ? "Coalescing" : "");
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c)))
+                               c = '_';
+                           }
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace tensormem

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "alloc/bfc_test_util.h"
+#include "alloc/policy_test_util.h"
 #include "gtest/gtest.h"
 #include "tensormem/alloc/bfc_allocator.h"
 #include "tensormem/alloc/limiting_allocator.h"
@@ -58,9 +59,30 @@ std::unique_ptr<Allocator> MakeBfc() {
   return testing::MakeSimulatedBfc(64 * kMiB, testing::QuietOptions(true));
 }
 
+// A BFC allocator of 64 MiB following `choice` (nullptr, failing the test,
+// when the registry refuses it).
+std::unique_ptr<BfcAllocator> MakePolicyBfc(const testing::PolicyChoice& choice,
+                                            uint64_t limit,
+                                            BfcAllocator::Options options) {
+  absl::StatusOr<std::unique_ptr<BfcAllocator>> bfc =
+      testing::MakeChoiceBfc(choice,
+                             std::make_unique<SimulatedSubAllocator>(
+                                 256 * kMiB, choice.NeedsCoalescing()),
+                             limit, std::move(options));
+  EXPECT_TRUE(bfc.ok()) << choice.Label() << ": " << bfc.status();
+  return bfc.ok() ? *std::move(bfc) : nullptr;
+}
+
+// Every policy in every example configuration, then the other allocators.
 std::vector<Subject> Subjects() {
-  return {
-      {"bfc", MakeBfc},
+  std::vector<Subject> subjects;
+  for (const testing::PolicyChoice& choice : testing::AllPolicyChoices()) {
+    subjects.push_back({"bfc " + choice.Label(), [choice] {
+                          return std::unique_ptr<Allocator>(MakePolicyBfc(
+                              choice, 64 * kMiB, testing::QuietOptions(true)));
+                        }});
+  }
+  std::vector<Subject> others = {
       {"system", [] { return std::make_unique<SystemAllocator>(); }},
       {"limiting(bfc)",
        [] {
@@ -73,6 +95,8 @@ std::vector<Subject> Subjects() {
              std::make_unique<SystemAllocator>(), uint64_t{32} * kMiB);
        }},
   };
+  subjects.insert(subjects.end(), others.begin(), others.end());
+  return subjects;
 }
 
 void* BadPointer(BadFree kind, Allocator& allocator, void* live) {
@@ -101,6 +125,7 @@ TEST(MisuseSweepTest, EveryBadFreeUnderEveryPolicyOnEveryAllocator) {
                      << subject.name << " kind " << static_cast<int>(kind)
                      << " policy " << static_cast<int>(policy));
         std::unique_ptr<Allocator> allocator = subject.make();
+        ASSERT_NE(allocator, nullptr);
         void* live = allocator->Allocate(4096);
         ASSERT_NE(live, nullptr);
         void* bad = BadPointer(kind, *allocator, live);
@@ -147,6 +172,7 @@ TEST(MisuseSweepTest, HostileSizesAndAlignmentsFailCleanly) {
   int cases = 0;
   for (const Subject& subject : Subjects()) {
     std::unique_ptr<Allocator> allocator = subject.make();
+    ASSERT_NE(allocator, nullptr) << subject.name;
     for (size_t bytes : sizes) {
       for (size_t alignment : {size_t{64}, size_t{0}, size_t{3}}) {
         EXPECT_EQ(allocator->Allocate(bytes, alignment), nullptr)
@@ -178,28 +204,30 @@ TEST(MisuseSweepTest, HostileBfcOptionsKeepInvariants) {
                               1e-300};
   const uint64_t limits[] = {0, 1, 255, 256, uint64_t{1} << 62, UINT64_MAX};
   int cases = 0;
-  for (double fraction : fractions) {
-    for (uint64_t limit : limits) {
-      for (bool growth : {true, false}) {
-        SCOPED_TRACE(::testing::Message()
-                     << "fraction " << fraction << " limit " << limit
-                     << " growth " << growth);
-        BfcAllocator::Options options = testing::QuietOptions(growth);
-        options.fragmentation_fraction = fraction;
-        BfcAllocator allocator(
-            std::make_unique<SimulatedSubAllocator>(256 * kMiB), limit,
-            options);
-        std::vector<void*> live;
-        for (size_t bytes :
-             {size_t{1}, size_t{1000}, size_t{3} << 20, size_t{100} << 20}) {
-          if (void* p = allocator.AllocateRaw(256, bytes)) live.push_back(p);
-          ASSERT_TRUE(testing::InvariantsHold(allocator));
+  for (const testing::PolicyChoice& choice : testing::AllPolicyChoices()) {
+    for (double fraction : fractions) {
+      for (uint64_t limit : limits) {
+        for (bool growth : {true, false}) {
+          SCOPED_TRACE(::testing::Message()
+                       << choice.Label() << " fraction " << fraction
+                       << " limit " << limit << " growth " << growth);
+          BfcAllocator::Options options = testing::QuietOptions(growth);
+          options.fragmentation_fraction = fraction;
+          std::unique_ptr<BfcAllocator> allocator =
+              MakePolicyBfc(choice, limit, options);
+          ASSERT_NE(allocator, nullptr);
+          std::vector<void*> live;
+          for (size_t bytes :
+               {size_t{1}, size_t{1000}, size_t{3} << 20, size_t{100} << 20}) {
+            if (void* p = allocator->AllocateRaw(256, bytes)) live.push_back(p);
+            ASSERT_TRUE(testing::InvariantsHold(*allocator));
+          }
+          if (limit >= 4 * kMiB) EXPECT_FALSE(live.empty());
+          for (void* p : live) allocator->Deallocate(p);
+          EXPECT_EQ(allocator->GetStats()->bytes_in_use, 0u);
+          ASSERT_TRUE(testing::InvariantsHold(*allocator));
+          ++cases;
         }
-        if (limit >= 4 * kMiB) EXPECT_FALSE(live.empty());
-        for (void* p : live) allocator.Deallocate(p);
-        EXPECT_EQ(allocator.GetStats()->bytes_in_use, 0u);
-        ASSERT_TRUE(testing::InvariantsHold(allocator));
-        ++cases;
       }
     }
   }

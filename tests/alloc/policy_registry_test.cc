@@ -26,6 +26,23 @@ TEST(PolicyRegistryTest, DefaultComesFirstAndNamesAreUnique) {
   EXPECT_TRUE(names.count("pytorch"));
 }
 
+// The sweeps and the fuzzer run every example configuration: each must be
+// one the policy accepts (over a coalescing upstream, for expandable
+// segments), or they would test nothing.
+TEST(PolicyRegistryTest, EveryExampleConfigurationIsAccepted) {
+  for (const PolicyInfo& info : Policies()) {
+    for (std::string_view config : info.example_configs) {
+      absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy = CreatePolicy(
+          info.name, {.memory_limit = kGiB, .upstream_coalesces = true},
+          config);
+      ASSERT_TRUE(policy.ok())
+          << info.name << " " << config << ": " << policy.status();
+      EXPECT_NE((*policy)->Describe(), std::string(info.name))
+          << config << " changes nothing the policy describes";
+    }
+  }
+}
+
 TEST(PolicyRegistryTest, EveryPolicyIsCreatedAndKeepsTheRoundingContract) {
   for (const PolicyInfo& info : Policies()) {
     for (bool growth : {true, false}) {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "alloc/bfc_test_util.h"
 #include "gtest/gtest.h"
 #include "tensormem/alloc/bfc_allocator.h"
@@ -56,6 +57,56 @@ inline std::vector<std::string> ChunkLayout(const BfcAllocator& allocator,
                      std::to_string(chunk.size));
   }
   return layout;
+}
+
+// A registered policy in one configuration ("" for its defaults).
+struct PolicyChoice {
+  std::string name;
+  std::string config;
+
+  // "tf", "pytorch[expandable_segments:True]".
+  std::string Label() const {
+    return config.empty() ? name : name + "[" + config + "]";
+  }
+  // Expandable segments grow one region in place: only over an upstream
+  // whose regions extend earlier ones.
+  bool NeedsCoalescing() const {
+    return config.find("expandable_segments:True") != std::string::npos;
+  }
+};
+
+// Every registered policy with its defaults and in each of its example
+// configurations, so a new policy joins the sweeps by being registered.
+inline std::vector<PolicyChoice> AllPolicyChoices() {
+  std::vector<PolicyChoice> choices;
+  for (const PolicyInfo& info : Policies()) {
+    choices.push_back({std::string(info.name), ""});
+    for (std::string_view config : info.example_configs)
+      choices.push_back({std::string(info.name), std::string(config)});
+  }
+  return choices;
+}
+
+// A BFC allocator following `choice` over `upstream`. The default "tf" goes
+// through the constructor without a policy (the engine's own TensorFlow
+// rules), every other choice through the registry.
+inline absl::StatusOr<std::unique_ptr<BfcAllocator>> MakeChoiceBfc(
+    const PolicyChoice& choice, std::unique_ptr<SubAllocator> upstream,
+    uint64_t limit, BfcAllocator::Options options) {
+  if (choice.name == "tf" && choice.config.empty()) {
+    return std::make_unique<BfcAllocator>(std::move(upstream), limit,
+                                          std::move(options));
+  }
+  PolicyEnvironment environment;
+  environment.memory_limit = limit;
+  environment.allow_growth = options.allow_growth;
+  environment.upstream_coalesces = upstream->SupportsCoalescing();
+  environment.fragmentation_fraction = options.fragmentation_fraction;
+  absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
+      CreatePolicy(choice.name, environment, choice.config);
+  if (!policy.ok()) return policy.status();
+  return std::make_unique<BfcAllocator>(std::move(upstream), limit,
+                                        std::move(options), *std::move(policy));
 }
 
 inline std::string Bytes(uint64_t bytes) { return std::to_string(bytes); }

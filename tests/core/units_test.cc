@@ -14,11 +14,12 @@ TEST(ParseByteSizeTest, AcceptsPlainBytesAndBinarySuffixes) {
   EXPECT_EQ(*ParseByteSize("3kb"), 3 * kKiB);
   EXPECT_EQ(*ParseByteSize("1.5G"), 3 * kGiB / 2);
   EXPECT_EQ(*ParseByteSize(" 7 B "), 7u);
+  EXPECT_EQ(*ParseByteSize("4096.0"), 4096u);  // a whole float, as JSON has it
 }
 
 TEST(ParseByteSizeTest, RejectsMalformedAndOverflowingSizes) {
-  for (const char* bad :
-       {"", "M", "12X", "1.2.3", "-5", "5 MiBs", "99999999999999T"}) {
+  for (const char* bad : {"", "M", "12X", "1.2.3", "-5", "5 MiBs",
+                          "99999999999999T", "1.5", "0.5B"}) {
     absl::StatusOr<uint64_t> parsed = ParseByteSize(bad);
     ASSERT_FALSE(parsed.ok()) << bad;
     EXPECT_NE(parsed.status().message().find("invalid size"),

@@ -249,43 +249,6 @@ TEST(LocalMovesTest, EjectsOneBlockerToLowerTheTop) {
   EXPECT_TRUE(CheckOffsets(records, {offsets, total}).ok());
 }
 
-TEST(RestartScheduleTest, BaseOrdersOnceLeaderTwiceRestartsAsManyNodes) {
-  using solver_internal::kBaseOrderCount;
-  solver_internal::RestartSchedule schedule(/*buffers=*/100);
-  auto check = [](const std::vector<solver_internal::OrderRun>& runs,
-                  uint64_t limit, int leader) {
-    uint64_t base_nodes = 0, restart_nodes = 0;
-    std::vector<int> seen(kBaseOrderCount, 0);
-    for (const solver_internal::OrderRun& run : runs) {
-      if (run.order < kBaseOrderCount) {
-        ++seen[run.order];
-        EXPECT_EQ(run.node_limit, run.order == leader ? 2 * limit : limit);
-        base_nodes += run.node_limit;
-      } else {
-        EXPECT_EQ(run.node_limit % 1000, 0u);  // Luby multiples of the unit
-        restart_nodes += run.node_limit;
-      }
-    }
-    EXPECT_EQ(seen, std::vector<int>(kBaseOrderCount, 1));
-    EXPECT_GE(restart_nodes, base_nodes);
-    EXPECT_LT(restart_nodes, base_nodes + 8 * 1000 * 16);
-    // The first short restart comes before the second base run.
-    EXPECT_GE(runs[1].order, kBaseOrderCount);
-  };
-  const std::vector<solver_internal::OrderRun> first = schedule.Runs(20000);
-  check(first, 20000, /*leader=*/-1);  // no progress recorded yet
-  // Order 3 placed the most buffers: it leads the next question.
-  solver_internal::FeasibilityAnswer answer;
-  answer.deepest.assign(first.size(), 10);
-  for (size_t k = 0; k < first.size(); ++k) {
-    if (first[k].order == 3) answer.deepest[k] = 50;
-  }
-  schedule.Record(first, answer);
-  const std::vector<solver_internal::OrderRun> second = schedule.Runs(40000);
-  check(second, 40000, /*leader=*/3);
-  EXPECT_GT(second[1].order, first.back().order);  // fresh perturbations
-}
-
 TEST(OptimalPlannerTest, ParsesTimeLimits) {
   EXPECT_DOUBLE_EQ(*ParseTimeLimitSeconds("10"), 10);
   EXPECT_DOUBLE_EQ(*ParseTimeLimitSeconds("10s"), 10);

@@ -25,39 +25,6 @@
 namespace tensormem::solver_internal {
 namespace {
 
-// Moves buffers to the lowest offset where each fits among the others, lowest
-// first, until none moves: the packing then has no buffer that could sink on
-// its own (each rests on a neighbour or at 0), which the canonical search
-// needs. The total never grows.
-std::vector<uint64_t> PushDown(const Problem& problem,
-                               std::vector<uint64_t> offsets) {
-  const size_t n = problem.buffers.size();
-  bool moved = true;
-  while (moved) {
-    moved = false;
-    std::vector<int> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(),
-              [&](int a, int b) { return offsets[a] < offsets[b]; });
-    for (const int u : order) {
-      std::vector<std::pair<uint64_t, uint64_t>> taken;
-      for (const int v : problem.overlaps[u])
-        taken.emplace_back(offsets[v], offsets[v] + problem.buffers[v].padded);
-      std::sort(taken.begin(), taken.end());
-      uint64_t offset = 0;
-      for (const auto& [begin, end] : taken) {
-        if (offset + problem.buffers[u].padded <= begin) break;
-        offset = std::max(offset, end);
-      }
-      if (offset < offsets[u]) {
-        offsets[u] = offset;
-        moved = true;
-      }
-    }
-  }
-  return offsets;
-}
-
 // Replays `offsets` (per set buffer, a valid packing within `capacity`)
 // through the search under `orders` orders, with and without re-ranking.
 void ExpectEveryOrderAccepts(const BufferSet& set,
@@ -70,7 +37,7 @@ void ExpectEveryOrderAccepts(const BufferSet& set,
   std::vector<uint64_t> guide(problem->buffers.size());
   for (size_t i = 0; i < guide.size(); ++i)
     guide[i] = offsets[problem->source_index[i]];
-  guide = PushDown(*problem, guide);
+  guide = PushDownPacking(*problem, guide);
   for (int order = 0; order < orders; ++order) {
     for (const bool rerank : {true, false}) {
       FeasibilitySearch search(*problem, order, rerank);

@@ -95,8 +95,11 @@ TEST(PluginOptionsTest, JsonOverridesAndRejectsTypos) {
   EXPECT_NE(typo.message().find("memory_limt"), std::string::npos);
   EXPECT_FALSE(ApplyOptionsJson(R"({"allow_growth": "yes"})", &options).ok());
   EXPECT_FALSE(ApplyOptionsJson("[1, 2]", &options).ok());
+  // Names are checked at once, not when the first allocation builds the
+  // allocator.
   absl::Status policy = ApplyOptionsJson(R"({"policy": "tff"})", &options);
-  EXPECT_TRUE(policy.ok());  // names are checked when the allocator is built
+  ASSERT_FALSE(policy.ok());
+  EXPECT_NE(policy.message().find("unknown policy 'tff'"), std::string::npos);
   absl::Status simulated =
       ApplyOptionsJson(R"({"sub_allocator": "simulated"})", &options);
   ASSERT_FALSE(simulated.ok());

@@ -1,17 +1,18 @@
 // Hostile options through the PyTorch plug-in's environment and its
 // enable(**options) JSON: each is refused with a message naming the variable
-// or key, never accepted as something else (docs/reliability.md). Open
-// findings are listed there: a fractional JSON memory_limit is accepted, an
-// unknown TENSORMEM_SUB_ALLOCATOR passes OptionsFromEnvironment, and a
-// refused JSON sub_allocator still changes the options.
+// or key, never accepted as something else, and a refused JSON object
+// changes nothing (docs/reliability.md).
+#include <cstdio>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tensormem/core/units.h"
 #include "torch/plugin_options.h"
 
 namespace tensormem {
@@ -35,7 +36,11 @@ TEST(PluginEnvMisuseTest, HostileVariablesAreRefusedByName) {
       {"TENSORMEM_MEMORY_LIMIT", "99999999999999999999"},
       {"TENSORMEM_MEMORY_LIMIT", "1e400"},
       {"TENSORMEM_MEMORY_LIMIT", "18446744073709551616"},
+      {"TENSORMEM_MEMORY_LIMIT", "1.5"},
       {"TENSORMEM_SUB_ALLOCATOR", "simulated"},
+      {"TENSORMEM_SUB_ALLOCATOR", "nope"},
+      {"TENSORMEM_POLICY", "nope"},
+      {"TENSORMEM_ALLOCATOR", "system"},
       {"TENSORMEM_GROWTH", "2"},
       {"TENSORMEM_GC", "maybe"},
   };
@@ -43,36 +48,74 @@ TEST(PluginEnvMisuseTest, HostileVariablesAreRefusedByName) {
     absl::StatusOr<PluginOptions> options =
         OptionsFromEnvironment(GetenvFrom({{name, value}}));
     ASSERT_FALSE(options.ok()) << name << "=" << value << " accepted";
-    // The variable, or the specification field it sets ("sub_allocator").
+    // The variable, or the specification field it sets ("sub_allocator"),
+    // and the value refused.
     const std::string field = absl::AsciiStrToLower(name.substr(10));
     const std::string message(options.status().message());
     EXPECT_TRUE(absl::StrContains(message, name) ||
                 absl::StrContains(message, field))
         << message;
+    EXPECT_THAT(message, HasSubstr(value));
   }
   std::printf("[sweep] plug-in environment misuse cases: %zu\n", cases.size());
 }
 
-TEST(PluginEnvMisuseTest, HostileJsonOptionsAreRefused) {
+TEST(PluginEnvMisuseTest, HostileJsonOptionsAreRefusedAndChangeNothing) {
   const std::vector<std::string> cases = {
       R"({"memory_limit": -1})",
       R"({"memory_limit": 1e400})",
+      R"({"memory_limit": 1.5})",
       R"({"memory_limit": "nan"})",
       R"({"memory_limit": null})",
       R"({"allow_growth": "true"})",
       R"({"garbage_collection": 1})",
       R"({"sub_allocator": "simulated"})",
+      R"({"sub_allocator": "nope"})",
+      R"({"policy": "nope"})",
+      R"({"policy": "pytorch", "sub_allocator": "simulated"})",
+      R"({"memory_limit": "1G", "coalescing": true})",
       R"({"trace_path": 7})",
       R"({"no_such_option": 1})",
       R"([1, 2])",
       std::string(100000, '['),
       "",
   };
+  // Options that differ from the defaults in every field a case touches.
+  PluginOptions before;
+  before.allocator.policy = "tf";
+  before.allocator.sub_allocator = "vmm";
+  before.allocator.memory_limit = 3 * kGiB;
+  before.trace_path = "before.trace";
   for (const std::string& json : cases) {
-    PluginOptions options;
+    PluginOptions options = before;
     EXPECT_FALSE(ApplyOptionsJson(json, &options).ok()) << json.substr(0, 60);
+    EXPECT_EQ(options, before) << json.substr(0, 60) << " changed the options";
   }
   std::printf("[sweep] plug-in option misuse cases: %zu\n", cases.size());
+}
+
+TEST(PluginEnvMisuseTest, JsonErrorsNameTheKey) {
+  for (const auto& [json, key] :
+       std::vector<std::pair<std::string, std::string>>{
+           {R"({"memory_limit": 1.5})", "memory_limit"},
+           {R"({"sub_allocator": "nope"})", "sub_allocator"},
+           {R"({"policy": "nope"})", "policy"},
+           {R"({"growth": "yes"})", "growth"},
+       }) {
+    PluginOptions options;
+    const absl::Status status = ApplyOptionsJson(json, &options);
+    EXPECT_THAT(std::string(status.message()), HasSubstr(key)) << json;
+  }
+}
+
+// Whole floats are byte counts as JSON writes them; fractions of a unit in a
+// size text stay accepted.
+TEST(PluginEnvMisuseTest, WholeSizesAreAccepted) {
+  PluginOptions options;
+  ASSERT_TRUE(ApplyOptionsJson(R"({"memory_limit": 4096.0})", &options).ok());
+  EXPECT_EQ(options.allocator.memory_limit, 4096u);
+  ASSERT_TRUE(ApplyOptionsJson(R"({"memory_limit": "1.5G"})", &options).ok());
+  EXPECT_EQ(options.allocator.memory_limit, 3 * kGiB / 2);
 }
 
 }  // namespace

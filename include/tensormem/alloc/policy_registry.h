@@ -26,6 +26,9 @@ struct PolicyInfo {
   std::string_view name;
   std::string_view summary;      // one line, for --help
   std::string_view config_keys;  // accepted keys, for --help and errors
+  // Configurations that exercise the keys, besides the default "": the fault
+  // and misuse sweeps and the allocator fuzz target run every policy in each.
+  std::vector<std::string_view> example_configs = {};
 };
 
 // Every policy, in the order to show them (the default first).

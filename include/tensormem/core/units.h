@@ -2,7 +2,8 @@
 //
 // Flags and files accept plain bytes or a binary suffix (K, M, G, T = 1024^n),
 // optionally followed by `iB` or `B`: "4096", "512M", "2GiB", "1.5G" (fractions
-// are rounded down to a whole byte).
+// of a unit are rounded down to a whole byte; a plain count such as "1.5" must
+// be whole).
 //
 //   absl::StatusOr<uint64_t> limit = tensormem::ParseByteSize("80GiB");
 //   std::cout << tensormem::HumanBytes(*limit);  // "80.00GiB"

@@ -40,7 +40,6 @@ FeasibilitySearch::FeasibilitySearch(const Problem& problem, int order,
   child_lists_.resize(2 * n + 3);
   candidates_.resize(2 * n + 3);
   cuts_.resize(2 * n + 3);
-  by_reach_.resize(2 * n + 3);
   saved_ranks_.resize(2 * n + 3);
   contention_.resize(n);
 }
@@ -53,6 +52,8 @@ SearchOutcome FeasibilitySearch::Run(uint64_t capacity,
   limits_ = limits;
   nodes_ = 0;
   stopped_ = false;
+  choices_.clear();
+  choice_nodes_.clear();
   deepest_ = 0;
   deepest_rejection_ = PruneRule::kNone;
   const size_t n = problem_.buffers.size();
@@ -74,19 +75,24 @@ SearchOutcome FeasibilitySearch::Run(uint64_t capacity,
   for (const SolverBuffer& b : problem_.buffers) {
     if (b.size > capacity_) return SearchOutcome::kInfeasible;
   }
-  return Search(problem_.by_start.data(), static_cast<int>(n), 0, -1, 0,
-                nullptr);
+  return Search(problem_.by_start.data(), static_cast<int>(n), 0, -1, 0);
 }
 
 bool FeasibilitySearch::ShouldStop() {
   if (stopped_) return true;
   ++nodes_;
-  if (nodes_ > limits_.node_limit) stopped_ = true;
+  if (nodes_ > limits_.node_limit) {
+    if (limits_.pause) limits_.node_limit = limits_.pause(nodes_);
+    if (nodes_ > limits_.node_limit) stopped_ = true;
+  }
   // A node costs at least a microsecond, so a clock read every 16 is cheap
   // and keeps deadlines tight even on nodes of thousands of buffers.
   if ((nodes_ & 15) == 0) {
     if (limits_.stop != nullptr &&
         limits_.stop->load(std::memory_order_relaxed))
+      stopped_ = true;
+    if (limits_.cancel != nullptr &&
+        limits_.cancel->load(std::memory_order_relaxed))
       stopped_ = true;
     if (std::chrono::steady_clock::now() >= limits_.deadline) stopped_ = true;
   }
@@ -103,8 +109,7 @@ SearchOutcome FeasibilitySearch::Reject(PruneRule rule) {
 
 SearchOutcome FeasibilitySearch::Search(const int* active, int count,
                                         uint64_t current_offset, int last_rank,
-                                        int depth,
-                                        const std::vector<int>* reach_hint) {
+                                        int depth) {
   if (ShouldStop()) return SearchOutcome::kStopped;
   if (count == 0) return SearchOutcome::kFound;
   if (static_cast<int>(placements_.size()) > deepest_) {
@@ -125,7 +130,7 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
   }
   if (!cuts.empty()) {
     return SearchComponents(active, cuts, count, current_offset, last_rank,
-                            depth, reach_hint);
+                            depth);
   }
 
   // reach_[u]: a lower bound on the offset u can still take. A buffer that
@@ -160,50 +165,47 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
   // In every section, the unplaced buffers that can reach no lower than r
   // must all fit between r and the capacity, for every r. Taking buffers by
   // decreasing reach, a running sum per section checks all thresholds at once.
+  // Every reach is at least the current offset, and at that threshold the
+  // check is the sections' unplaced bytes (all of them are this part's, as
+  // parts share no section): only buffers reaching higher need the running
+  // sums, sorted as (reach, buffer) pairs.
   const int first_section = buffers[active[0]].section_begin;
-  std::vector<int>& by_reach = by_reach_[depth];
-  if (reach_hint == nullptr) {
-    by_reach.assign(active, active + count);
-    std::sort(by_reach.begin(), by_reach.end(),
-              [&](int a, int b) { return reach_[a] > reach_[b]; });
-  } else {
-    // The hint holds these buffers (and perhaps placed ones or other
-    // components', outside this section range) in nearly the right order.
-    by_reach.clear();
-    for (const int u : *reach_hint) {
-      const SolverBuffer& b = buffers[u];
-      if (placed_[u] || b.section_begin < first_section ||
-          b.section_end > last_end) {
-        continue;
-      }
-      by_reach.push_back(u);
-      for (size_t i = by_reach.size() - 1;
-           i > 0 && reach_[by_reach[i - 1]] < reach_[u]; --i) {
-        std::swap(by_reach[i - 1], by_reach[i]);
-      }
-    }
+  by_reach_.clear();
+  for (int i = 0; i < count; ++i) {
+    const int u = active[i];
+    if (reach_[u] + buffers[u].size > capacity_)
+      return Reject(PruneRule::kSections);
+    if (reach_[u] > current_offset) by_reach_.emplace_back(reach_[u], u);
   }
+  std::sort(by_reach_.begin(), by_reach_.end(),
+            [](const auto& x, const auto& y) { return x.first > y.first; });
   uint64_t* stacked = stacked_.data();
   std::fill(stacked + first_section, stacked + last_end, 0);
-  for (const int u : by_reach) {
+  for (const auto& [lowest, u] : by_reach_) {
     const SolverBuffer& b = buffers[u];
-    const uint64_t lowest = reach_[u];
-    if (lowest + b.size > capacity_) return Reject(PruneRule::kSections);
     for (int s = b.section_begin; s < b.section_end; ++s) {
       stacked[s] += b.padded;
       if (lowest + stacked[s] > padded_capacity_)
         return Reject(PruneRule::kSections);
     }
   }
+  for (int s = first_section; s < last_end; ++s) {
+    if (current_offset + unplaced_bytes_[s] > padded_capacity_)
+      return Reject(PruneRule::kSections);
+  }
   std::vector<int>& candidates = candidates_[depth];
   candidates.clear();
   for (int i = 0; i < count; ++i) {
     const int u = active[i];
-    if (CandidateRule(u, current_offset, last_rank, lowest_top) ==
-        PruneRule::kNone)
+    if (CandidateRule(u, current_offset, last_rank, lowest_top,
+                      /*use_guide=*/false) == PruneRule::kNone)
       candidates.push_back(u);
   }
-  if (guide_ != nullptr && candidates.empty()) {
+  const bool guided_candidate_exists =
+      guide_ == nullptr ||
+      std::any_of(candidates.begin(), candidates.end(),
+                  [&](int u) { return (*guide_)[u] == lowest_offset_[u]; });
+  if (!guided_candidate_exists) {
     int next = active[0];  // the guide's next buffer in (offset, rank) order
     for (int i = 1; i < count; ++i) {
       const int u = active[i];
@@ -211,7 +213,8 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
           ((*guide_)[u] == (*guide_)[next] && rank_[u] < rank_[next]))
         next = u;
     }
-    return Reject(CandidateRule(next, current_offset, last_rank, lowest_top));
+    return Reject(CandidateRule(next, current_offset, last_rank, lowest_top,
+                                /*use_guide=*/true));
   }
   // Lowest offset first: the tightest spot decides the most.
   std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
@@ -221,19 +224,25 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
   });
 
   std::vector<int>& child = child_lists_[depth];
-  for (const int b : candidates) {
+  for (size_t position = 0; position < candidates.size(); ++position) {
+    const int b = candidates[position];
+    if (guide_ != nullptr && (*guide_)[b] != lowest_offset_[b]) continue;
     child.clear();
     for (int i = 0; i < count; ++i) {
       if (active[i] != b) child.push_back(active[i]);
     }
     const uint64_t offset = lowest_offset_[b];
+    choices_.push_back(static_cast<int>(position));
+    choice_nodes_.push_back(nodes_);
     if (Place(b, offset)) {
-      const SearchOutcome outcome = Search(child.data(), count - 1, offset,
-                                           rank_[b], depth + 1, &by_reach);
+      const SearchOutcome outcome =
+          Search(child.data(), count - 1, offset, rank_[b], depth + 1);
       if (outcome != SearchOutcome::kInfeasible) return outcome;
     } else {
       Reject(PruneRule::kPlace);
     }
+    choices_.pop_back();
+    choice_nodes_.pop_back();
     UndoLastPlacement();
     if (stopped_) return SearchOutcome::kStopped;
     // With no unplaced buffer live beside it, `b` sits at its final lowest
@@ -247,11 +256,13 @@ SearchOutcome FeasibilitySearch::Search(const int* active, int count,
   return SearchOutcome::kInfeasible;
 }
 
-SearchOutcome FeasibilitySearch::SearchComponents(
-    const int* active, const std::vector<int>& cuts, int count,
-    uint64_t current_offset, int last_rank, int depth,
-    const std::vector<int>* reach_hint) {
+SearchOutcome FeasibilitySearch::SearchComponents(const int* active,
+                                                  const std::vector<int>& cuts,
+                                                  int count,
+                                                  uint64_t current_offset,
+                                                  int last_rank, int depth) {
   const size_t mark = placements_.size();
+  const size_t choices_mark = choices_.size();
   std::vector<std::pair<int, int>>& saved = saved_ranks_[depth];
   saved.clear();
   SearchOutcome outcome = SearchOutcome::kFound;
@@ -268,11 +279,15 @@ SearchOutcome FeasibilitySearch::SearchComponents(
       part_last_rank = -1;
     }
     outcome = Search(active + begin, end - begin, current_offset,
-                     part_last_rank, depth + 1, reach_hint);
+                     part_last_rank, depth + 1);
     begin = end;
   }
   for (const auto& [buffer, rank] : saved) rank_[buffer] = rank;
-  if (outcome != SearchOutcome::kFound) UndoTo(mark);
+  if (outcome != SearchOutcome::kFound) {
+    UndoTo(mark);
+    choices_.resize(choices_mark);
+    choice_nodes_.resize(choices_mark);
+  }
   return outcome;
 }
 
@@ -297,8 +312,8 @@ void FeasibilitySearch::RerankPart(const int* part, int count,
 }
 
 PruneRule FeasibilitySearch::CandidateRule(int u, uint64_t current_offset,
-                                           int last_rank,
-                                           uint64_t lowest_top) const {
+                                           int last_rank, uint64_t lowest_top,
+                                           bool use_guide) const {
   const uint64_t lowest = lowest_offset_[u];
   // Touching (lowest >= current) and, at the current offset, after the last
   // placed buffer in rank (one order per packing); undominated (below
@@ -307,7 +322,8 @@ PruneRule FeasibilitySearch::CandidateRule(int u, uint64_t current_offset,
       (lowest == current_offset && rank_[u] < last_rank))
     return PruneRule::kCanonical;
   if (lowest >= lowest_top) return PruneRule::kDominance;
-  if (guide_ != nullptr && (*guide_)[u] != lowest) return PruneRule::kCanonical;
+  if (use_guide && guide_ != nullptr && (*guide_)[u] != lowest)
+    return PruneRule::kCanonical;
   return PruneRule::kNone;
 }
 

@@ -35,6 +35,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -52,7 +53,11 @@ struct SearchLimits {
   uint64_t node_limit = UINT64_MAX;
   std::chrono::steady_clock::time_point deadline =
       std::chrono::steady_clock::time_point::max();
-  const std::atomic<bool>* stop = nullptr;  // another thread asks to stop
+  const std::atomic<bool>* stop = nullptr;    // another thread asks to stop
+  const std::atomic<bool>* cancel = nullptr;  // the caller gives up
+  // Called when the node limit is reached (with the nodes so far): returns
+  // the new limit, and the search goes on while it is above the nodes.
+  std::function<uint64_t(uint64_t)> pause = nullptr;
 };
 
 // The rule that cut a branch (for soundness checks and diagnostics).
@@ -92,6 +97,14 @@ class FeasibilitySearch {
   // cut a branch at that depth.
   int deepest() const { return deepest_; }
   PruneRule deepest_rejection() const { return deepest_rejection_; }
+  // After kFound: per placement, the position of the placed buffer among its
+  // node's candidates (0: the first one tried). With a guide, positions are
+  // among the unguided candidates, so they show where the guide's packing
+  // departs from what the order would try first.
+  const std::vector<int>& choices() const { return choices_; }
+  // After kFound: per placement, the node count when its branch began (the
+  // nodes between consecutive entries went into failed siblings).
+  const std::vector<uint64_t>& choice_nodes() const { return choice_nodes_; }
 
  private:
   struct PlacementRecord {
@@ -100,16 +113,12 @@ class FeasibilitySearch {
     size_t raise_trail_start;
   };
 
-  // `reach_hint`: the parent's buffers by decreasing reach (null at the
-  // root); reaches change little from parent to child, so re-sorting it is
-  // nearly linear.
   SearchOutcome Search(const int* active, int count, uint64_t current_offset,
-                       int last_rank, int depth,
-                       const std::vector<int>* reach_hint);
+                       int last_rank, int depth);
   SearchOutcome SearchComponents(const int* active,
                                  const std::vector<int>& cuts, int count,
                                  uint64_t current_offset, int last_rank,
-                                 int depth, const std::vector<int>* reach_hint);
+                                 int depth);
   // Places `buffer` at `offset`; false when this already overfills a section
   // or lifts a neighbour past the capacity (the caller then undoes it).
   bool Place(int buffer, uint64_t offset);
@@ -122,8 +131,9 @@ class FeasibilitySearch {
   void RerankPart(const int* part, int count,
                   std::vector<std::pair<int, int>>& saved);
   // Which rule keeps `u` from being a candidate (kNone: it is one).
+  // Without `use_guide`, the guide's offsets are ignored.
   PruneRule CandidateRule(int u, uint64_t current_offset, int last_rank,
-                          uint64_t lowest_top) const;
+                          uint64_t lowest_top, bool use_guide) const;
 
   const Problem& problem_;
   const int order_;
@@ -137,6 +147,8 @@ class FeasibilitySearch {
   SearchLimits limits_;
   uint64_t nodes_ = 0;
   bool stopped_ = false;
+  std::vector<int> choices_;            // per placement on the current path
+  std::vector<uint64_t> choice_nodes_;  // the same: nodes_ when it began
 
   std::vector<uint64_t> floor_;  // per section: top of the placed buffers
   std::vector<uint64_t>
@@ -156,7 +168,8 @@ class FeasibilitySearch {
   std::vector<std::vector<int>> child_lists_;  // per depth, reused
   std::vector<std::vector<int>> candidates_;   // per depth, reused
   std::vector<std::vector<int>> cuts_;         // per depth, reused
-  std::vector<std::vector<int>> by_reach_;     // per depth, reused
+  // Scratch for one node's section check: (reach, buffer).
+  std::vector<std::pair<uint64_t, int>> by_reach_;
   std::vector<std::vector<std::pair<int, int>>> saved_ranks_;  // per depth
   std::vector<int> part_order_;       // scratch for RerankPart
   std::vector<uint64_t> contention_;  // per buffer: scratch for RerankPart

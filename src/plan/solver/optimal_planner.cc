@@ -133,8 +133,14 @@ absl::Status Search(const BufferSet& set, const Problem& problem,
       result.lower_bound;  // smallest target not yet tried this round
   uint64_t node_limit = std::max<uint64_t>(2000, 4 * problem.buffers.size());
   solver_internal::RestartSchedule schedule(problem.buffers.size());
+  // The question at the bound (or at the capacity) comes back every round:
+  // its base-order searches are kept and extended.
+  solver_internal::KeptSearches kept(problem);
   bool first_in_round = true;
-  while (Clock::now() < deadline && best > result.lower_bound) {
+  auto cancelled = [&] {
+    return options.cancel != nullptr && options.cancel->load();
+  };
+  while (Clock::now() < deadline && !cancelled() && best > result.lower_bound) {
     // Each round first gives the bound the full node budget: tight sets reach
     // it, and near the bound the search is no easier than at it. Then it
     // bisects between the bound and the best plan with an eighth of the
@@ -149,9 +155,12 @@ absl::Status Search(const BufferSet& set, const Problem& problem,
     solver_internal::FeasibilityRequest request{
         .capacity = target,
         .runs = schedule.Runs(
-            at_bound ? node_limit : std::max<uint64_t>(1000, node_limit / 8)),
+            at_bound ? node_limit : std::max<uint64_t>(1000, node_limit / 8),
+            /*resume=*/at_bound),
         .threads = options.threads,
-        .deadline = deadline};
+        .deadline = deadline,
+        .kept = at_bound ? &kept : nullptr,
+        .cancel = options.cancel};
     const FeasibilityAnswer answer =
         solver_internal::RunFeasibility(problem, request);
     schedule.Record(request.runs, answer);

@@ -21,11 +21,38 @@ uint64_t Luby(uint64_t i) {
 
 }  // namespace
 
+void KeptSearches::Prepare(uint64_t capacity,
+                           std::chrono::steady_clock::time_point deadline,
+                           const std::atomic<bool>* cancel) {
+  std::lock_guard lock(mutex_);
+  if (capacity != capacity_ || deadline != deadline_ || cancel != cancel_)
+    searches_.clear();
+  cancel_ = cancel;
+  stop_.store(false);
+  capacity_ = capacity;
+  deadline_ = deadline;
+  searches_.resize(kBaseOrderCount);
+}
+
+SuspendedSearch& KeptSearches::For(int order) {
+  std::lock_guard lock(mutex_);
+  std::unique_ptr<SuspendedSearch>& search = searches_.at(order);
+  if (search == nullptr) {
+    search = std::make_unique<SuspendedSearch>(problem_, order, capacity_,
+                                               deadline_, &stop_, cancel_);
+  }
+  return *search;
+}
+
 FeasibilityAnswer RunFeasibility(const Problem& problem,
                                  const FeasibilityRequest& request) {
   FeasibilityAnswer answer;
   answer.deepest.assign(request.runs.size(), -1);
-  std::atomic<bool> stop{false};
+  KeptSearches* kept = request.kept;
+  if (kept != nullptr)
+    kept->Prepare(request.capacity, request.deadline, request.cancel);
+  std::atomic<bool> local_stop{false};
+  std::atomic<bool>& stop = kept != nullptr ? kept->stop() : local_stop;
   std::atomic<size_t> next_run{0};
   std::mutex mutex;  // guards answer
 
@@ -33,20 +60,31 @@ FeasibilityAnswer RunFeasibility(const Problem& problem,
     while (!stop.load()) {
       const size_t k = next_run.fetch_add(1);
       if (k >= request.runs.size()) return;
-      FeasibilitySearch search(problem, request.runs[k].order);
-      const SearchOutcome outcome = search.Run(
-          request.capacity, {.node_limit = request.runs[k].node_limit,
-                             .deadline = request.deadline,
-                             .stop = &stop});
+      const OrderRun& run = request.runs[k];
+      SuspendedSearch::Slice slice;
+      if (run.resume && kept != nullptr) {
+        slice = kept->For(run.order).Resume(run.node_limit);
+      } else {
+        FeasibilitySearch search(problem, run.order);
+        slice.outcome =
+            search.Run(request.capacity, {.node_limit = run.node_limit,
+                                          .deadline = request.deadline,
+                                          .stop = &stop,
+                                          .cancel = request.cancel});
+        slice.nodes = search.nodes();
+        slice.deepest = search.deepest();
+        if (slice.outcome == SearchOutcome::kFound)
+          slice.offsets = search.offsets();
+      }
       std::lock_guard lock(mutex);
-      answer.nodes += search.nodes();
-      answer.deepest[k] = search.deepest();
-      if (outcome == SearchOutcome::kStopped ||
+      answer.nodes += slice.nodes;
+      answer.deepest[k] = slice.deepest;
+      if (slice.outcome == SearchOutcome::kStopped ||
           answer.outcome != SearchOutcome::kStopped) {
         continue;
       }
-      answer.outcome = outcome;
-      if (outcome == SearchOutcome::kFound) answer.offsets = search.offsets();
+      answer.outcome = slice.outcome;
+      answer.offsets = std::move(slice.offsets);
       stop.store(true);
     }
   };
@@ -64,25 +102,33 @@ FeasibilityAnswer RunFeasibility(const Problem& problem,
 RestartSchedule::RestartSchedule(size_t buffers)
     : unit_(std::max<uint64_t>(1000, 8 * buffers)) {}
 
-std::vector<OrderRun> RestartSchedule::Runs(uint64_t node_limit) {
+std::vector<OrderRun> RestartSchedule::Runs(uint64_t node_limit, bool resume) {
   const int leader = static_cast<int>(
       std::max_element(progress_.begin(), progress_.end()) - progress_.begin());
   std::vector<OrderRun> base;
   uint64_t budget = 0;
-  for (int k = 0; k < kBaseOrderCount; ++k) {
-    const uint64_t limit =
-        k == leader && progress_[k] > 0 ? 2 * node_limit : node_limit;
-    base.push_back({k, limit});
-    budget += limit;
+  const int slices = resume ? kSlices : 1;
+  for (int slice = 0; slice < slices; ++slice) {
+    for (int k = 0; k < kBaseOrderCount; ++k) {
+      const uint64_t limit =
+          k == leader && progress_[k] > 0 ? 2 * node_limit : node_limit;
+      base.push_back({k, std::max<uint64_t>(1, limit / slices), resume});
+      budget += base.back().node_limit;
+    }
   }
-  // Interleave: always extend whichever stream has been given fewer nodes,
-  // so a short restart never waits behind all the long runs.
+  budget = budget * kRestartPercent / 100;
+  // Interleave: a restart whenever restarts are behind their share of the
+  // base nodes handed out so far, so a short restart never waits behind all
+  // the long runs, nor runs ahead of them on a set a base order settles.
   std::vector<OrderRun> runs;
   uint64_t base_nodes = 0, restart_nodes = 0;
   size_t next_base = 0;
   while (next_base < base.size() || restart_nodes < budget) {
-    if (next_base < base.size() &&
-        (base_nodes <= restart_nodes || restart_nodes >= budget)) {
+    const bool restart_due =
+        restart_nodes < budget &&
+        (next_base == base.size() ||
+         restart_nodes * 100 < base_nodes * kRestartPercent);
+    if (!restart_due) {
       base_nodes += base[next_base].node_limit;
       runs.push_back(base[next_base++]);
     } else {

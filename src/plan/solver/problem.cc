@@ -1,6 +1,8 @@
 #include "plan/solver/problem.h"
 
 #include <algorithm>
+#include <numeric>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -116,6 +118,35 @@ void BuildOverlaps(Problem& problem) {
       problem.overlaps[order[j]].push_back(order[i]);
     }
   }
+}
+
+std::vector<uint64_t> PushDownPacking(const Problem& problem,
+                                      std::vector<uint64_t> offsets) {
+  const size_t n = problem.buffers.size();
+  bool moved = true;
+  while (moved) {
+    moved = false;
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](int a, int b) { return offsets[a] < offsets[b]; });
+    for (const int u : order) {
+      std::vector<std::pair<uint64_t, uint64_t>> taken;
+      for (const int v : problem.overlaps[u])
+        taken.emplace_back(offsets[v], offsets[v] + problem.buffers[v].padded);
+      std::sort(taken.begin(), taken.end());
+      uint64_t offset = 0;
+      for (const auto& [begin, end] : taken) {
+        if (offset + problem.buffers[u].padded <= begin) break;
+        offset = std::max(offset, end);
+      }
+      if (offset < offsets[u]) {
+        offsets[u] = offset;
+        moved = true;
+      }
+    }
+  }
+  return offsets;
 }
 
 }  // namespace tensormem::solver_internal

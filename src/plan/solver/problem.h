@@ -54,6 +54,14 @@ uint64_t CountOverlapPairs(const Problem& problem);
 // Fills problem.overlaps.
 void BuildOverlaps(Problem& problem);
 
+// Moves buffers of a valid packing (`offsets` per problem buffer) to the
+// lowest offset where each fits among the others, lowest first, until none
+// moves: no buffer can then sink on its own (each rests on a neighbour or at
+// 0), the form the search's canonical rules assume exists. The total never
+// grows. Needs the overlaps.
+std::vector<uint64_t> PushDownPacking(const Problem& problem,
+                                      std::vector<uint64_t> offsets);
+
 }  // namespace tensormem::solver_internal
 
 #endif  // TENSORMEM_PLAN_SOLVER_PROBLEM_H_

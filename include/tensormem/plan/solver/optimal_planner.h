@@ -20,6 +20,7 @@
 #ifndef TENSORMEM_PLAN_SOLVER_OPTIMAL_PLANNER_H_
 #define TENSORMEM_PLAN_SOLVER_OPTIMAL_PLANNER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,6 +45,10 @@ struct OptimalPlanOptions {
   std::vector<uint64_t> start_offsets;
   // Print best, bound and nodes/s on stderr about twice a second.
   bool progress = false;
+  // When another thread sets it, the search stops within a few milliseconds
+  // and the best plan so far is returned, as at the time limit (null: never).
+  // Local moves on large sets only stop at the time limit.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct OptimalPlanResult {
