@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "tensormem/alloc/bfc_free_index.h"
@@ -54,11 +55,17 @@ class LiveTable {
  public:
   // The handle stored for `address`, or kInvalidChunk.
   ChunkHandle Find(uint64_t address) const {
+    const ChunkHandle* slot = Slot(address);
+    return slot == nullptr ? kInvalidChunk : *slot;
+  }
+  // Where the handle for `address` is stored; nullptr if no block ever started
+  // near it.
+  ChunkHandle* Slot(uint64_t address) const {
     const uint64_t top = (address >> kTopShift) - base_top_;  // wraps if below
-    if (top >= top_.size() || top_[top] == nullptr) return kInvalidChunk;
-    const Leaf* leaf = (*top_[top])[(address >> kMidShift) & kMidMask].get();
-    if (leaf == nullptr) return kInvalidChunk;
-    return (*leaf)[(address >> kSlotBits) & kLeafMask];
+    if (top >= top_.size() || top_[top] == nullptr) return nullptr;
+    Leaf* leaf = (*top_[top])[(address >> kMidShift) & kMidMask].get();
+    if (leaf == nullptr) return nullptr;
+    return &(*leaf)[(address >> kSlotBits) & kLeafMask];
   }
   // `address` must be a multiple of 256.
   void Set(uint64_t address, ChunkHandle handle);
@@ -128,9 +135,13 @@ class AddressMap {
     live_.Set(address, handle);
     ++num_live_;
   }
-  void RemoveLive(uint64_t address) {
-    live_.Set(address, kInvalidChunk);
+  // Removes and returns the in-use chunk starting at `address` (any value);
+  // kInvalidChunk (and no change) when there is none.
+  ChunkHandle TakeLive(uint64_t address) {
+    ChunkHandle* slot = address % 256 == 0 ? live_.Slot(address) : nullptr;
+    if (slot == nullptr || *slot == kInvalidChunk) return kInvalidChunk;
     --num_live_;
+    return std::exchange(*slot, kInvalidChunk);
   }
   // The in-use chunk starting at `address` (any value), or kInvalidChunk.
   ChunkHandle FindLive(uint64_t address) const {

@@ -98,7 +98,7 @@ void* BfcAllocator::AllocateRaw(size_t alignment, size_t bytes,
   }
   alignment = std::max<size_t>(alignment, bfc::kMinAllocationSize);
   // The policy's rounding is fixed at creation: no lock needed.
-  const std::optional<uint64_t> rounded = core_->policy().RoundedSize(bytes);
+  const std::optional<uint64_t> rounded = core_->RoundedSize(bytes);
   if (!rounded || *rounded > memory_limit_) {
     // No amount of waiting can make this fit: fail without retrying.
     return AttemptAllocation(alignment, bytes, attributes,

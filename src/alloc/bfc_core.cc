@@ -16,19 +16,20 @@ BfcCore::BfcCore(SubAllocator* upstream, const Config& config,
       policy_(std::move(policy)),
       coalesce_regions_(upstream->SupportsCoalescing() &&
                         policy_->MergesRegions()),
+      inline_(policy_->Inline()),
       indexes_(std::move(indexes)) {
   stats_.bytes_limit = config.memory_limit;
 }
 
 void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
                         uint64_t freed_before) {
-  const std::optional<uint64_t> rounded_or = policy_->RoundedSize(bytes);
+  const std::optional<uint64_t> rounded_or = RoundedSize(bytes);
   if (!rounded_or || *rounded_or > config_.memory_limit) {
     RecordFailure(bytes, rounded_or.value_or(0), alignment, freed_before);
     return nullptr;
   }
   const uint64_t rounded = *rounded_or;
-  const int pool = policy_->PoolFor(rounded);
+  const int pool = inline_ ? 0 : policy_->PoolFor(rounded);
   if (!timestamped_chunks_.empty()) MergeTimestampedChunks(0);
   if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before, pool))
     return ptr;
@@ -86,7 +87,8 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
              bfc::AlignmentPadding(key.address, alignment);
     });
   }
-  if (!fit || !policy_->MayServe(fit->size, rounded)) return nullptr;
+  if (!fit || (!inline_ && !policy_->MayServe(fit->size, rounded)))
+    return nullptr;
   ChunkHandle handle = fit->handle;
   RemoveFree(handle);
   if (const uint64_t padding = bfc::AlignmentPadding(fit->address, alignment);
@@ -96,7 +98,7 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
     InsertFree(handle);
     handle = aligned;
   }
-  if (policy_->ShouldSplit(map_.chunk(handle).size, rounded, pool)) {
+  if (ShouldSplit(map_.chunk(handle).size, rounded, pool)) {
     const ChunkHandle tail = SplitChunk(handle, rounded);
     InsertFree(tail);
     QueueTimestamped(tail);
@@ -120,9 +122,8 @@ void* BfcCore::MarkInUse(ChunkHandle handle, uint64_t bytes) {
 
 absl::Status BfcCore::Free(void* ptr) {
   const uint64_t address = reinterpret_cast<uint64_t>(ptr);
-  const ChunkHandle handle = map_.FindLive(address);
+  const ChunkHandle handle = map_.TakeLive(address);
   if (handle == kInvalidChunk) return DiagnoseBadFree(address);
-  map_.RemoveLive(address);
   BfcChunk& chunk = map_.chunk(handle);
   chunk.allocation_id = -1;
   stats_.bytes_requested -= chunk.requested_size;

@@ -26,6 +26,7 @@
 #include "tensormem/alloc/allocation_policy.h"
 #include "tensormem/alloc/allocator_stats.h"
 #include "tensormem/alloc/bfc_free_index.h"
+#include "tensormem/alloc/bfc_policy.h"
 #include "tensormem/alloc/bfc_shared_counter.h"
 #include "tensormem/alloc/memory_dump.h"
 #include "tensormem/alloc/sub_allocator.h"
@@ -78,8 +79,18 @@ class BfcCore {
   }
   const BfcFreeIndex& index() const { return *indexes_.front(); }
   const AllocationPolicy& policy() const { return *policy_; }
+  // The policy's rounding, inline when the policy allows (no lock needed).
+  std::optional<uint64_t> RoundedSize(uint64_t bytes) const {
+    return inline_ ? bfc::RoundedBytes(bytes) : policy_->RoundedSize(bytes);
+  }
 
  private:
+  bool ShouldSplit(uint64_t chunk_size, uint64_t rounded, int pool) const {
+    if (!inline_) return policy_->ShouldSplit(chunk_size, rounded, pool);
+    return (inline_->split_at_double && chunk_size >= 2 * rounded) ||
+           chunk_size - rounded >= inline_->split_tail_bytes;
+  }
+
   // bfc_core.cc
   void* FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                   uint64_t freed_before, int pool);
@@ -131,6 +142,8 @@ class BfcCore {
   const Config config_;
   const std::unique_ptr<AllocationPolicy> policy_;
   const bool coalesce_regions_;
+  // The policy's per-request decisions, made here without virtual calls.
+  const std::optional<AllocationPolicy::InlineDecisions> inline_;
   std::vector<std::unique_ptr<BfcFreeIndex>> indexes_;  // one per pool
   AddressMap map_;
   AllocatorStats stats_;
