@@ -64,12 +64,12 @@ class AllocationPolicy {
 
   // Pools partition regions: a request is served only by chunks of its pool.
   virtual int NumPools() const { return 1; }
-  virtual int PoolFor(uint64_t rounded) const { return 0; }
+  virtual int PoolFor(uint64_t /*rounded*/) const { return 0; }
 
   // Whether the best fit (the smallest free chunk >= `rounded` in the pool)
   // may serve the request. false means no chunk of the pool may, so a new
   // region is made.
-  virtual bool MayServe(uint64_t chunk_size, uint64_t rounded) const {
+  virtual bool MayServe(uint64_t /*chunk_size*/, uint64_t /*rounded*/) const {
     return true;
   }
 
@@ -83,12 +83,12 @@ class AllocationPolicy {
   virtual uint64_t RegionBytes(const GrowthRequest& request) = 0;
   // After the upstream refused `refused` bytes: a smaller size to try, or 0 to
   // give up.
-  virtual uint64_t SmallerRegionBytes(uint64_t refused,
-                                      const GrowthRequest& request) const {
+  virtual uint64_t SmallerRegionBytes(uint64_t /*refused*/,
+                                      const GrowthRequest& /*request*/) const {
     return 0;
   }
   // The upstream granted the region asked for with `request`.
-  virtual void RegionAdded(const GrowthRequest& request) {}
+  virtual void RegionAdded(const GrowthRequest& /*request*/) {}
 
   // The per-request decisions (RoundedSize, NumPools/PoolFor, MayServe,
   // ShouldSplit) in a form the engine evaluates inline, for policies whose

@@ -46,7 +46,7 @@ class TfPolicy final : public AllocationPolicy {
   }
 
   bool ShouldSplit(uint64_t chunk_size, uint64_t rounded,
-                   int pool) const override {
+                   int /*pool*/) const override {
     return bfc::ShouldSplit(chunk_size, rounded, max_internal_fragmentation_);
   }
 
@@ -71,7 +71,7 @@ class TfPolicy final : public AllocationPolicy {
     return smaller >= request.rounded ? smaller : 0;
   }
 
-  void RegionAdded(const GrowthRequest& request) override {
+  void RegionAdded(const GrowthRequest& /*request*/) override {
     // Beyond the limit doubling changes nothing (requests are capped by it).
     if (!increased_region_size_ && region_bytes_ < memory_limit_)
       region_bytes_ = bfc::DoubledRegionBytes(region_bytes_);

@@ -37,7 +37,7 @@ class TightPolicy final : public AllocationPolicy {
   }
 
   bool ShouldSplit(uint64_t chunk_size, uint64_t rounded,
-                   int pool) const override {
+                   int /*pool*/) const override {
     return chunk_size > rounded;
   }
 
