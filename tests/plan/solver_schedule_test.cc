@@ -131,6 +131,37 @@ TEST(SuspendedSearchTest, SlicesFindWhatOneRunFinds) {
   EXPECT_EQ(sliced.Resume(1000).outcome, SearchOutcome::kFound);
 }
 
+TEST(KeptSearchesTest, QuestionsAtOneCapacityExtendTheSameSearch) {
+  // Two questions at A's capacity, order 0 kept: the second goes on where
+  // the first stopped, so together they cost what one run costs (about 19k
+  // nodes). At another capacity the kept search is dropped and starts over.
+  const Problem problem = ChallengingProblem("A");
+  FeasibilitySearch whole(problem, 0);
+  ASSERT_EQ(whole.Run(1048576, {}), SearchOutcome::kFound);
+  KeptSearches kept(problem);
+  FeasibilityRequest first{
+      .capacity = 1048576,
+      .runs = {{.order = 0, .node_limit = 10000, .resume = true}},
+      .kept = &kept};
+  const FeasibilityAnswer stopped = RunFeasibility(problem, first);
+  EXPECT_EQ(stopped.outcome, SearchOutcome::kStopped);
+  FeasibilityRequest second = first;
+  second.runs[0].node_limit = 100000;
+  const FeasibilityAnswer found = RunFeasibility(problem, second);
+  ASSERT_EQ(found.outcome, SearchOutcome::kFound);
+  EXPECT_EQ(found.offsets, whole.offsets());
+  EXPECT_NEAR(static_cast<double>(stopped.nodes + found.nodes),
+              static_cast<double>(whole.nodes()), 2);
+
+  FeasibilityRequest other = first;
+  other.capacity = 1048576 + 1024;
+  other.runs[0].node_limit = 5;
+  const FeasibilityAnswer fresh = RunFeasibility(problem, other);
+  EXPECT_EQ(fresh.outcome, SearchOutcome::kStopped);
+  EXPECT_LE(fresh.deepest[0], 5);  // a resumed search would be deep already
+  EXPECT_GT(stopped.deepest[0], 5);
+}
+
 TEST(SuspendedSearchTest, PausedSearchesAreDroppedCleanly) {
   // Destroying searches paused deep in their trees must not hang or leak.
   const Problem problem = ChallengingProblem("B");
