@@ -77,7 +77,8 @@ TEST(RestartScheduleTest,
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4}));
   EXPECT_LT(first.front().order, kBaseOrderCount);  // a base order first
 
-  // Order 3 placed the most buffers: it gets twice the nodes next time.
+  // Order 3 placed the most buffers, 40 more than any other of 100: it gets
+  // twice the nodes next time.
   FeasibilityAnswer answer;
   answer.deepest.assign(first.size(), 10);
   for (size_t k = 0; k < first.size(); ++k) {
@@ -94,6 +95,22 @@ TEST(RestartScheduleTest,
   for (const OrderRun& run : second) {
     if (run.order >= kBaseOrderCount) EXPECT_GT(run.order, last_restart);
   }
+}
+
+TEST(RestartScheduleTest, ANarrowLeadEarnsNoExtraNodes) {
+  // Of 100 buffers, order 3 placed 15 and the others 10: a lead under a
+  // tenth of the buffers, so every order gets the same nodes.
+  RestartSchedule schedule(/*buffers=*/100);
+  const std::vector<OrderRun> first = schedule.Runs(20000, /*resume=*/true);
+  FeasibilityAnswer answer;
+  answer.deepest.assign(first.size(), 10);
+  for (size_t k = 0; k < first.size(); ++k) {
+    if (first[k].order == 3) answer.deepest[k] = 15;
+  }
+  schedule.Record(first, answer);
+  const RunTotals next = Totals(schedule.Runs(40000, true), true);
+  for (int k = 0; k < kBaseOrderCount; ++k)
+    EXPECT_EQ(next.nodes_per_order[k], 40000u) << k;
 }
 
 TEST(RestartScheduleTest, WithoutResumingEachBaseOrderRunsOnceInFull) {
