@@ -5,7 +5,8 @@
 // training trace, for the `tf` and `tight` policies; ns/op is the CPU time per
 // allocation or free. Threads: 1, 2 and 4 threads each replaying their own
 // stream into ONE allocator; compare items_per_second (wall time) across
-// thread counts.
+// thread counts. Threads/<policy>-sharded: the same into a sharded allocator
+// of 4 shards (each thread its own), with the memory held (peak_pool_MiB).
 //
 //   bfc_speed_benchmark --benchmark_filter='Replay/tf'
 //   bfc_speed_benchmark --count=synthetic --policy=tf   # for callgrind
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "bfc_speed_workloads.h"
 
@@ -64,27 +66,39 @@ void BM_Replay(benchmark::State& state, std::string policy,
   SetPerOpCounters(state, operations);
 }
 
-// One allocator per (policy, workload, thread count), shared by the threads.
-Allocator& SharedAllocator(const std::string& key, const std::string& policy) {
+// One allocator per (policy, shards, workload, thread count), shared by the
+// threads.
+Allocator& SharedAllocator(const std::string& key, const std::string& policy,
+                           int shards) {
   static std::mutex mutex;
   static auto* allocators =
       new std::map<std::string, std::unique_ptr<Allocator>>;
   std::lock_guard lock(mutex);
   std::unique_ptr<Allocator>& allocator = (*allocators)[key];
-  if (allocator == nullptr) allocator = MakeSpeedAllocator(policy, kCapacity);
+  if (allocator == nullptr)
+    allocator = MakeSpeedAllocator(policy, kCapacity, shards);
   return *allocator;
 }
 
+// Every thread replays its own copy of `workload` into one allocator (with
+// `shards` > 1: one sharded allocator). peak_pool_MiB: memory held at the
+// peak, summed over shards.
 void BM_Threads(benchmark::State& state, std::string policy,
-                std::string workload) {
+                std::string workload, int shards) {
   const PreparedTrace& trace = Workload(workload);
   Allocator& allocator = SharedAllocator(
-      policy + "/" + workload + "/" + std::to_string(state.threads()), policy);
+      absl::StrCat(policy, "/", shards, "/", workload, "/", state.threads()),
+      policy, shards);
   std::vector<void*> blocks(trace.slot_count(), nullptr);
   ReplayPass(trace, allocator, blocks);  // warm, before the timed barrier
   int64_t operations = 0;
   for (auto _ : state) operations += ReplayPass(trace, allocator, blocks);
   state.SetItemsProcessed(operations);
+  if (state.thread_index() == 0) {
+    // Counters are summed over threads: only one sets it.
+    state.counters["peak_pool_MiB"] =
+        static_cast<double>(allocator.GetStats()->peak_pool_bytes) / kMiB;
+  }
 }
 
 void RegisterAll() {
@@ -97,13 +111,17 @@ void RegisterAll() {
           policy, workload);
     }
     for (const char* workload : {"synthetic", "resnet50"}) {
-      benchmark::RegisterBenchmark(
-          ("Threads/" + std::string(policy) + "/" + workload).c_str(),
-          BM_Threads, policy, workload)
-          ->Threads(1)
-          ->Threads(2)
-          ->Threads(4)
-          ->UseRealTime();
+      for (int shards : {1, 4}) {
+        benchmark::RegisterBenchmark(
+            absl::StrCat("Threads/", policy, shards > 1 ? "-sharded" : "", "/",
+                         workload)
+                .c_str(),
+            BM_Threads, policy, workload, shards)
+            ->Threads(1)
+            ->Threads(2)
+            ->Threads(4)
+            ->UseRealTime();
+      }
     }
   }
 }

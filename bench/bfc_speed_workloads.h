@@ -94,18 +94,24 @@ inline Trace SyntheticTrainingTrace(size_t events = 1'000'000,
 }
 
 // The allocator a workload replays into: `policy` over a simulated upstream
-// of `capacity` bytes (the limit), growth on, no retries, no logging.
+// of `capacity` bytes (the limit), growth on, no retries, no logging; with
+// `shards` > 1, that many allocators with their own upstreams, each of this
+// capacity (sharded_allocator.h).
 inline std::unique_ptr<Allocator> MakeSpeedAllocator(const std::string& policy,
-                                                     uint64_t capacity) {
+                                                     uint64_t capacity,
+                                                     int shards = 1) {
   AllocatorSpec spec;
   spec.policy = policy;
   spec.capacity = capacity;
+  spec.memory_limit = capacity * shards;
+  spec.shards = shards;
   BfcAllocatorOptions options;
   options.allow_retry_on_failure = false;
   options.log_failures = false;
   absl::StatusOr<BuiltAllocator> built = CreateAllocator(spec, options);
   if (!built.ok() || !built->wrapped.empty()) {
-    std::fprintf(stderr, "cannot build a %s allocator\n", policy.c_str());
+    std::fprintf(stderr, "cannot build a %s allocator: %s\n", policy.c_str(),
+                 built.status().ToString().c_str());
     std::exit(1);
   }
   return std::move(built->allocator);

@@ -1,5 +1,5 @@
 // Parse speed of the trace format: in memory (ParseTrace) and streamed from a
-// file, plain and gzip (TraceReader). The issue asks for >= 100 MB/s.
+// file, plain and gzip (TraceReader). The target is >= 100 MB/s.
 //
 //   build/default/bench/trace_benchmark --benchmark_filter=Parse
 #include <benchmark/benchmark.h>

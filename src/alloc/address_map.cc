@@ -4,6 +4,29 @@
 
 namespace tensormem::internal {
 
+void LiveTable::Set(uint64_t address, ChunkHandle handle) {
+  const uint64_t top_index = address >> kTopShift;
+  if (top_.empty()) base_top_ = top_index;
+  if (top_index < base_top_) {
+    // A block below every earlier one: the directory grows downwards.
+    std::vector<std::unique_ptr<Mid>> grown(base_top_ - top_index +
+                                            top_.size());
+    std::move(top_.begin(), top_.end(),
+              grown.begin() + (base_top_ - top_index));
+    top_ = std::move(grown);
+    base_top_ = top_index;
+  }
+  const uint64_t top = top_index - base_top_;
+  if (top >= top_.size()) top_.resize(top + 1);
+  if (top_[top] == nullptr) top_[top] = std::make_unique<Mid>();
+  std::unique_ptr<Leaf>& leaf = (*top_[top])[(address >> kMidShift) & kMidMask];
+  if (leaf == nullptr) {
+    leaf = std::make_unique<Leaf>();
+    leaf->fill(kInvalidChunk);
+  }
+  (*leaf)[(address >> kSlotBits) & kLeafMask] = handle;
+}
+
 ChunkHandle AddressMap::NewChunk() {
   if (!free_handles_.empty()) {
     const ChunkHandle handle = free_handles_.back();
@@ -39,15 +62,6 @@ BfcRegion* AddressMap::RegionEndingAt(uint64_t address) {
     if (region.end == address) return &region;
   }
   return nullptr;
-}
-
-const BfcRegion* AddressMap::RegionContaining(uint64_t address) const {
-  auto it = std::upper_bound(
-      regions_.begin(), regions_.end(), address,
-      [](uint64_t value, const BfcRegion& r) { return value < r.begin; });
-  if (it == regions_.begin()) return nullptr;
-  --it;
-  return address < it->end ? &*it : nullptr;
 }
 
 void AddressMap::RemoveRegion(uint64_t begin) {

@@ -3,16 +3,21 @@
 // Chunks live in one vector and are named by 32-bit handles (a chunk's physical
 // neighbours are handles too, so a region is a doubly linked list of chunks in
 // address order). Regions are kept sorted by start address for lookups of any
-// address. In-use chunks are also found by their start address in a hash map:
-// that is what a free or a size query needs, and unlike a slot per 256 bytes it
-// costs nothing for the untouched terabytes a simulated upstream may reserve.
+// address. In-use chunks are also found by their start address, which is what a
+// free or a size query needs: each region keeps a handle per 256 bytes, as
+// TensorFlow does, but in pages made when a block first starts in them
+// (LiveTable), so the untouched terabytes a simulated upstream may reserve cost
+// nothing, and a lookup is a few loads instead of a hash.
 #ifndef TENSORMEM_SRC_ALLOC_ADDRESS_MAP_H_
 #define TENSORMEM_SRC_ALLOC_ADDRESS_MAP_H_
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "tensormem/alloc/bfc_free_index.h"
 
 namespace tensormem::internal {
@@ -37,6 +42,47 @@ struct BfcChunk {
   bool in_use() const { return allocation_id != -1; }
   uint64_t end() const { return address + size; }
   FreeChunkKey Key(ChunkHandle self) const { return {size, address, self}; }
+};
+
+// In-use chunks by start address: a handle per 256 bytes of address space,
+// as TensorFlow keeps per region, in three levels (64 MiB, 64 KiB, 256 B) whose
+// lower two are made when a block first starts in them. A lookup is a few
+// dependent loads, with no search for the region. Memory: 1 KiB per 64 KiB in
+// which a block ever started (at most 1/64 of the bytes used, TensorFlow's
+// constant cost), 8 KiB per 64 MiB touched, and 8 bytes per 64 MiB between the
+// lowest and the highest block.
+class LiveTable {
+ public:
+  // The handle stored for `address`, or kInvalidChunk.
+  ChunkHandle Find(uint64_t address) const {
+    const ChunkHandle* slot = Slot(address);
+    return slot == nullptr ? kInvalidChunk : *slot;
+  }
+  // Where the handle for `address` is stored; nullptr if no block ever started
+  // near it.
+  ChunkHandle* Slot(uint64_t address) const {
+    const uint64_t top = (address >> kTopShift) - base_top_;  // wraps if below
+    if (top >= top_.size() || top_[top] == nullptr) return nullptr;
+    Leaf* leaf = (*top_[top])[(address >> kMidShift) & kMidMask].get();
+    if (leaf == nullptr) return nullptr;
+    return &(*leaf)[(address >> kSlotBits) & kLeafMask];
+  }
+  // `address` must be a multiple of 256.
+  void Set(uint64_t address, ChunkHandle handle);
+
+ private:
+  static constexpr int kSlotBits = 8;
+  static constexpr int kLeafBits = 8;
+  static constexpr int kMidBits = 10;
+  static constexpr int kMidShift = kSlotBits + kLeafBits;
+  static constexpr int kTopShift = kMidShift + kMidBits;
+  static constexpr uint64_t kLeafMask = (uint64_t{1} << kLeafBits) - 1;
+  static constexpr uint64_t kMidMask = (uint64_t{1} << kMidBits) - 1;
+  using Leaf = std::array<ChunkHandle, size_t{1} << kLeafBits>;
+  using Mid = std::array<std::unique_ptr<Leaf>, size_t{1} << kMidBits>;
+
+  uint64_t base_top_ = 0;  // address >> kTopShift of top_[0]
+  std::vector<std::unique_ptr<Mid>> top_;
 };
 
 // A piece of memory obtained from the upstream in one call. A region is one
@@ -71,22 +117,38 @@ class AddressMap {
   // The region whose end is exactly `address`, or nullptr.
   BfcRegion* RegionEndingAt(uint64_t address);
   // The region containing `address`, or nullptr.
-  const BfcRegion* RegionContaining(uint64_t address) const;
+  const BfcRegion* RegionContaining(uint64_t address) const {
+    auto it = std::upper_bound(
+        regions_.begin(), regions_.end(), address,
+        [](uint64_t value, const BfcRegion& r) { return value < r.begin; });
+    if (it == regions_.begin()) return nullptr;
+    --it;
+    return address < it->end ? &*it : nullptr;
+  }
   BfcRegion* MutableRegionContaining(uint64_t address) {
     return const_cast<BfcRegion*>(RegionContaining(address));
   }
   void RemoveRegion(uint64_t begin);
 
-  // In-use chunks by start address.
+  // In-use chunks by start address (a chunk's address lies in a region).
   void AddLive(uint64_t address, ChunkHandle handle) {
-    live_.emplace(address, handle);
+    live_.Set(address, handle);
+    ++num_live_;
   }
-  void RemoveLive(uint64_t address) { live_.erase(address); }
+  // Removes and returns the in-use chunk starting at `address` (any value);
+  // kInvalidChunk (and no change) when there is none.
+  ChunkHandle TakeLive(uint64_t address) {
+    ChunkHandle* slot = address % 256 == 0 ? live_.Slot(address) : nullptr;
+    if (slot == nullptr || *slot == kInvalidChunk) return kInvalidChunk;
+    --num_live_;
+    return std::exchange(*slot, kInvalidChunk);
+  }
+  // The in-use chunk starting at `address` (any value), or kInvalidChunk.
   ChunkHandle FindLive(uint64_t address) const {
-    auto it = live_.find(address);
-    return it == live_.end() ? kInvalidChunk : it->second;
+    if (address % 256 != 0) return kInvalidChunk;
+    return live_.Find(address);
   }
-  size_t num_live() const { return live_.size(); }
+  size_t num_live() const { return num_live_; }
 
   // The chunk containing `address` (any state), found by walking its region:
   // for diagnosing a bad pointer, not for the hot path.
@@ -96,7 +158,8 @@ class AddressMap {
   std::vector<BfcChunk> chunks_;
   std::vector<ChunkHandle> free_handles_;
   std::vector<BfcRegion> regions_;
-  absl::flat_hash_map<uint64_t, ChunkHandle> live_;
+  LiveTable live_;
+  size_t num_live_ = 0;
 };
 
 }  // namespace tensormem::internal

@@ -1,11 +1,14 @@
 // CreateAllocator: an allocator from its specification.
 #include <algorithm>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "tensormem/alloc/allocator_spec.h"
 #include "tensormem/alloc/limiting_allocator.h"
 #include "tensormem/alloc/policy_registry.h"
+#include "tensormem/alloc/sharded_allocator.h"
 #include "tensormem/alloc/sub_allocator_registry.h"
 #include "tensormem/alloc/system_allocator.h"
 #include "tensormem/core/status_macros.h"
@@ -54,12 +57,35 @@ absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
   return built;
 }
 
+// `spec.shards` BFC allocators of limit / shards each (at least 256 bytes).
+absl::StatusOr<BuiltAllocator> CreateSharded(
+    const AllocatorSpec& spec, uint64_t limit,
+    const BfcAllocatorOptions& options) {
+  const uint64_t shard_limit =
+      std::max<uint64_t>(limit / spec.shards / 256 * 256, 256);
+  std::vector<std::unique_ptr<BfcAllocator>> shards;
+  for (int i = 0; i < spec.shards; ++i) {
+    TM_ASSIGN_OR_RETURN(BuiltAllocator shard,
+                        CreateBfc(spec, shard_limit, options));
+    shard.allocator.release();  // owned as `shard.bfc` from here
+    shards.emplace_back(shard.bfc);
+  }
+  TM_ASSIGN_OR_RETURN(std::unique_ptr<ShardedAllocator> sharded,
+                      ShardedAllocator::Create(std::move(shards)));
+  sharded->SetMisusePolicy(options.misuse_policy, options.misuse_callback);
+  BuiltAllocator built;
+  built.allocator = std::move(sharded);
+  return built;
+}
+
 }  // namespace
 
 absl::StatusOr<BuiltAllocator> CreateAllocator(const AllocatorSpec& spec,
                                                BfcAllocatorOptions options) {
   TM_RETURN_IF_ERROR(ValidateAllocatorSpec(spec));
   const uint64_t limit = spec.memory_limit.value_or(spec.capacity);
+  if (spec.kind == "bfc" && spec.shards > 1)
+    return CreateSharded(spec, limit, options);
   if (spec.kind == "bfc") return CreateBfc(spec, limit, std::move(options));
   BuiltAllocator built;
   auto system = std::make_unique<SystemAllocator>();

@@ -134,6 +134,16 @@ const std::vector<Option>& Table() {
          s.device = device;
          return absl::OkStatus();
        }},
+      {{"shards", "1 to 16",
+        "bfc: independent allocators that threads are spread over (throughput "
+        "grows with threads; each holds limit / shards)"},
+       [](AllocatorSpec& s, const std::string& v) {
+         int shards = 0;
+         if (!absl::SimpleAtoi(v, &shards) || shards < 1 || shards > 16)
+           return Bad("shards", v, "1 to 16");
+         s.shards = shards;
+         return absl::OkStatus();
+       }},
   };
   return *table;
 }
@@ -204,6 +214,17 @@ absl::Status ValidateAllocatorSpec(const AllocatorSpec& spec) {
         "'%s' decides it by nature)",
         spec.sub_allocator));
   }
+  if (spec.shards < 1 || spec.shards > 16) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("shards %d: accepted 1 to 16", spec.shards));
+  }
+  if (spec.shards > 1 &&
+      (spec.kind != "bfc" ||
+       (spec.sub_allocator != "simulated" && spec.sub_allocator != "vmm"))) {
+    return absl::InvalidArgumentError(
+        "shards apply to allocator bfc over the simulated or vmm "
+        "sub-allocator (a shard is found by its fixed address range)");
+  }
   if (spec.fragmentation_fraction != 0 && spec.policy != "tf") {
     return absl::InvalidArgumentError(
         "fragmentation_fraction applies to the tf policy only");
@@ -232,6 +253,7 @@ std::string DescribeAllocator(const AllocatorSpec& spec) {
     text += *spec.coalescing ? ", coalescing" : ", no coalescing";
   if (spec.granule != defaults.granule)
     absl::StrAppend(&text, ", granule ", HumanBytes(spec.granule));
+  if (spec.shards > 1) absl::StrAppend(&text, ", ", spec.shards, " shards");
   return text + ")";
 }
 

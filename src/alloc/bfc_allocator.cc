@@ -101,7 +101,7 @@ void* BfcAllocator::AllocateRaw(size_t alignment, size_t bytes,
   }
   alignment = std::max<size_t>(alignment, bfc::kMinAllocationSize);
   // The policy's rounding is fixed at creation: no lock needed.
-  const std::optional<uint64_t> rounded = core_->policy().RoundedSize(bytes);
+  const std::optional<uint64_t> rounded = core_->RoundedSize(bytes);
   if (!rounded || *rounded > memory_limit_) {
     // No amount of waiting can make this fit: fail without retrying.
     return AttemptAllocation(alignment, bytes, attributes,
@@ -142,7 +142,9 @@ absl::Status BfcAllocator::DoDeallocate(void* ptr) {
     std::lock_guard lock(mutex_);
     status = core_->Free(ptr);
   }
-  if (status.ok()) retrier_.NotifyDealloc();
+  // Without retries nobody waits for memory: skip the shared counter the
+  // notification bumps.
+  if (status.ok() && options_.allow_retry_on_failure) retrier_.NotifyDealloc();
   return status;
 }
 

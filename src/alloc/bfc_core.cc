@@ -18,6 +18,7 @@ BfcCore::BfcCore(SubAllocator* upstream, const Config& config,
                         policy_->MergesRegions()),
       separates_streams_(policy_->SeparatesStreams()),
       pools_per_stream_(policy_->NumPools()),
+      inline_(policy_->Inline()),
       indexes_(std::move(indexes)) {
   stats_.bytes_limit = config.memory_limit;
   if (separates_streams_) streams_.push_back(0);
@@ -39,13 +40,14 @@ int BfcCore::PoolOf(int32_t stream, uint64_t rounded) {
 
 void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
                         uint64_t freed_before, int32_t stream) {
-  const std::optional<uint64_t> rounded_or = policy_->RoundedSize(bytes);
+  const std::optional<uint64_t> rounded_or = RoundedSize(bytes);
   if (!rounded_or || *rounded_or > config_.memory_limit) {
     RecordFailure(bytes, rounded_or.value_or(0), alignment, freed_before);
     return nullptr;
   }
   const uint64_t rounded = *rounded_or;
-  const int pool = PoolOf(stream, rounded);
+  // Inline policies have one pool and share it across streams.
+  const int pool = inline_ ? 0 : PoolOf(stream, rounded);
   if (!timestamped_chunks_.empty()) MergeTimestampedChunks(0);
   if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before, pool))
     return ptr;
@@ -103,7 +105,8 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
              bfc::AlignmentPadding(key.address, alignment);
     });
   }
-  if (!fit || !policy_->MayServe(fit->size, rounded)) return nullptr;
+  if (!fit || (!inline_ && !policy_->MayServe(fit->size, rounded)))
+    return nullptr;
   ChunkHandle handle = fit->handle;
   RemoveFree(handle);
   if (const uint64_t padding = bfc::AlignmentPadding(fit->address, alignment);
@@ -113,8 +116,7 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
     InsertFree(handle);
     handle = aligned;
   }
-  if (policy_->ShouldSplit(map_.chunk(handle).size, rounded,
-                           PolicyPool(pool))) {
+  if (ShouldSplit(map_.chunk(handle).size, rounded, pool)) {
     const ChunkHandle tail = SplitChunk(handle, rounded);
     InsertFree(tail);
     QueueTimestamped(tail);
@@ -138,9 +140,8 @@ void* BfcCore::MarkInUse(ChunkHandle handle, uint64_t bytes) {
 
 absl::Status BfcCore::Free(void* ptr) {
   const uint64_t address = reinterpret_cast<uint64_t>(ptr);
-  const ChunkHandle handle = map_.FindLive(address);
+  const ChunkHandle handle = map_.TakeLive(address);
   if (handle == kInvalidChunk) return DiagnoseBadFree(address);
-  map_.RemoveLive(address);
   BfcChunk& chunk = map_.chunk(handle);
   chunk.allocation_id = -1;
   stats_.bytes_requested -= chunk.requested_size;

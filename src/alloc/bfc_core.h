@@ -26,6 +26,7 @@
 #include "tensormem/alloc/allocation_policy.h"
 #include "tensormem/alloc/allocator_stats.h"
 #include "tensormem/alloc/bfc_free_index.h"
+#include "tensormem/alloc/bfc_policy.h"
 #include "tensormem/alloc/bfc_shared_counter.h"
 #include "tensormem/alloc/memory_dump.h"
 #include "tensormem/alloc/sub_allocator.h"
@@ -81,8 +82,19 @@ class BfcCore {
   }
   const BfcFreeIndex& index() const { return *indexes_.front(); }
   const AllocationPolicy& policy() const { return *policy_; }
+  // The policy's rounding, inline when the policy allows (no lock needed).
+  std::optional<uint64_t> RoundedSize(uint64_t bytes) const {
+    return inline_ ? bfc::RoundedBytes(bytes) : policy_->RoundedSize(bytes);
+  }
 
  private:
+  bool ShouldSplit(uint64_t chunk_size, uint64_t rounded, int pool) const {
+    if (!inline_)
+      return policy_->ShouldSplit(chunk_size, rounded, PolicyPool(pool));
+    return (inline_->split_at_double && chunk_size >= 2 * rounded) ||
+           chunk_size - rounded >= inline_->split_tail_bytes;
+  }
+
   // bfc_core.cc
   // The engine's pool for a request: the policy's pool, offset by the
   // stream's set of pools when the policy keeps streams apart.
@@ -145,6 +157,8 @@ class BfcCore {
   // Engine pool p belongs to stream streams_[p / pools_per_stream_] (only
   // when the policy separates streams).
   std::vector<int32_t> streams_;
+  // The policy's per-request decisions, made here without virtual calls.
+  const std::optional<AllocationPolicy::InlineDecisions> inline_;
   std::vector<std::unique_ptr<BfcFreeIndex>> indexes_;  // one per pool
   AddressMap map_;
   AllocatorStats stats_;

@@ -16,11 +16,11 @@
 // and comes back once it shrinks well below the array's size; the gap between
 // the two thresholds keeps a bin near the limit from moving back and forth.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <vector>
 
 #include "absl/container/btree_set.h"
 #include "tensormem/alloc/bfc_free_index.h"
@@ -34,33 +34,40 @@ class Bin {
   static constexpr size_t kSmallCapacity = 32;
   static constexpr size_t kBackToSmall = 8;
 
-  Bin() { small_.reserve(kSmallCapacity); }
-
-  size_t size() const { return in_tree_ ? tree_.size() : small_.size(); }
+  size_t size() const { return in_tree_ ? tree_.size() : small_size_; }
 
   void Insert(const FreeChunkKey& key) {
-    if (!in_tree_ && small_.size() == kSmallCapacity) {
+    if (!in_tree_ && small_size_ == kSmallCapacity) {
       tree_.insert(small_.begin(), small_.end());
-      small_.clear();
+      small_size_ = 0;
       in_tree_ = true;
     }
     if (in_tree_) {
       tree_.insert(key);
-    } else {
-      small_.insert(std::lower_bound(small_.begin(), small_.end(), key), key);
+      return;
     }
+    // One step of insertion sort: bins hold a few keys, and the new one is
+    // often the largest.
+    size_t i = small_size_++;
+    for (; i > 0 && key < small_[i - 1]; --i) small_[i] = small_[i - 1];
+    small_[i] = key;
   }
 
   bool Erase(const FreeChunkKey& key) {
     if (!in_tree_) {
-      auto it = std::lower_bound(small_.begin(), small_.end(), key);
-      if (it == small_.end() || !(*it == key)) return false;
-      small_.erase(it);
+      const FreeChunkKey* begin = small_.data();
+      const FreeChunkKey* end = begin + small_size_;
+      const FreeChunkKey* it = std::lower_bound(begin, end, key);
+      if (it == end || !(*it == key)) return false;
+      for (size_t i = it - begin + 1; i < small_size_; ++i)
+        small_[i - 1] = small_[i];
+      --small_size_;
       return true;
     }
     if (tree_.erase(key) == 0) return false;
     if (tree_.size() < kBackToSmall) {
-      small_.assign(tree_.begin(), tree_.end());
+      std::copy(tree_.begin(), tree_.end(), small_.begin());
+      small_size_ = tree_.size();
       tree_.clear();
       in_tree_ = false;
     }
@@ -69,7 +76,7 @@ class Bin {
 
   bool Contains(const FreeChunkKey& key) const {
     if (in_tree_) return tree_.contains(key);
-    return std::binary_search(small_.begin(), small_.end(), key);
+    return std::binary_search(small_.data(), small_.data() + small_size_, key);
   }
 
   // The first key >= `probe` that `accept` takes, in order.
@@ -77,15 +84,16 @@ class Bin {
   std::optional<FreeChunkKey> FindFrom(const FreeChunkKey& probe,
                                        Accept accept) const {
     if (in_tree_) return FindIn(tree_.lower_bound(probe), tree_.end(), accept);
-    return FindIn(std::lower_bound(small_.begin(), small_.end(), probe),
-                  small_.end(), accept);
+    const FreeChunkKey* begin = small_.data();
+    const FreeChunkKey* end = begin + small_size_;
+    return FindIn(std::lower_bound(begin, end, probe), end, accept);
   }
 
   const FreeChunkKey& front() const {
-    return in_tree_ ? *tree_.begin() : small_.front();
+    return in_tree_ ? *tree_.begin() : small_[0];
   }
   const FreeChunkKey& back() const {
-    return in_tree_ ? *tree_.rbegin() : small_.back();
+    return in_tree_ ? *tree_.rbegin() : small_[small_size_ - 1];
   }
 
  private:
@@ -99,7 +107,9 @@ class Bin {
   }
 
   bool in_tree_ = false;
-  std::vector<FreeChunkKey> small_;  // sorted; used while !in_tree_
+  // Sorted, inline (no pointer to follow); used while !in_tree_.
+  uint32_t small_size_ = 0;
+  std::array<FreeChunkKey, kSmallCapacity> small_;
   absl::btree_set<FreeChunkKey> tree_;
 };
 

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
+#include "cli/failure.h"
 #include "cli/model_input.h"
 #include "nlohmann/json.hpp"
 #include "tensormem/core/units.h"
@@ -33,16 +34,13 @@ struct ArenaFlags {
   nlohmann::json model_summary;  // set when the input was a model
 };
 
-// Ends the command with `exit_code` after printing `message` on stderr.
-[[noreturn]] void Fail(int exit_code, const std::string& message) {
-  std::fprintf(stderr, "tensormem arena: %s\n", message.c_str());
-  throw CLI::RuntimeError(exit_code);
-}
+constexpr std::string_view kCommand = "arena";
 
 size_t ParseAlignment(const std::string& text, const char* flag) {
   absl::StatusOr<uint64_t> value = ParseByteSize(text);
   if (!value.ok() || *value == 0 || (*value & (*value - 1)) != 0) {
-    Fail(2, absl::StrFormat("%s '%s' must be a power of two", flag, text));
+    Fail(kCommand, 2,
+         absl::StrFormat("%s '%s' must be a power of two", flag, text));
   }
   return *value;
 }
@@ -53,22 +51,24 @@ ArenaGraph ReadInput(ArenaFlags& flags) {
     int exit_code = 1;
     absl::StatusOr<LoadedModel> model =
         LoadModelInput(path, flags.model, exit_code);
-    if (!model.ok()) Fail(exit_code, std::string(model.status().message()));
+    if (!model.ok())
+      Fail(kCommand, exit_code, std::string(model.status().message()));
     if (!flags.json) std::printf("%s\n", model->summary_line.c_str());
     flags.model_summary = model->summary;
     return std::move(model->graph);
   }
   if (absl::EndsWith(path, ".csv")) {
     absl::StatusOr<BufferSet> set = ReadBufferSetCsv(path);
-    if (!set.ok()) Fail(1, std::string(set.status().message()));
+    if (!set.ok()) Fail(kCommand, 1, std::string(set.status().message()));
     absl::StatusOr<ArenaGraph> graph = ArenaGraphFromBufferSet(*set);
     if (!graph.ok()) {
-      Fail(1, absl::StrFormat("%s: %s", path, graph.status().message()));
+      Fail(kCommand, 1,
+           absl::StrFormat("%s: %s", path, graph.status().message()));
     }
     return *std::move(graph);
   }
   absl::StatusOr<ArenaGraph> graph = ReadArenaGraphJson(path);
-  if (!graph.ok()) Fail(1, std::string(graph.status().message()));
+  if (!graph.ok()) Fail(kCommand, 1, std::string(graph.status().message()));
   return *std::move(graph);
 }
 
@@ -140,8 +140,9 @@ void PrintTable(const ArenaFlags& flags, const ArenaPlanner& planner,
 void Run(ArenaFlags& flags) {
   std::optional<ArenaPlannerKind> kind = ParseArenaPlannerKind(flags.planner);
   if (!kind) {
-    Fail(2, absl::StrFormat("--planner '%s': expected greedy or queue",
-                            flags.planner));
+    Fail(kCommand, 2,
+         absl::StrFormat("--planner '%s': expected greedy or queue",
+                         flags.planner));
   }
   ArenaPlannerOptions options{
       .planner = *kind,
@@ -157,14 +158,14 @@ void Run(ArenaFlags& flags) {
   ArenaGraph graph = ReadInput(flags);
   absl::StatusOr<std::unique_ptr<ArenaPlanner>> planner =
       ArenaPlanner::Create(&graph, options);
-  if (!planner.ok()) Fail(2, std::string(planner.status().message()));
+  if (!planner.ok()) Fail(kCommand, 2, std::string(planner.status().message()));
   absl::Status status = (*planner)->PlanAllocations();
   if (status.ok()) {
     const int last = std::max<int>(graph.nodes.size(), 1) - 1;
     status = (*planner)->ExecuteAllocations(0, last);
   }
   if (!status.ok()) {
-    Fail(1, absl::StrFormat("%s: %s", flags.input, status.message()));
+    Fail(kCommand, 1, absl::StrFormat("%s: %s", flags.input, status.message()));
   }
   const BufferSet placed = ArenaPlanToBufferSet(**planner, ArenaId::kMain);
   const uint64_t lower_bound = PeakLiveBytes(placed);
@@ -191,7 +192,7 @@ void Run(ArenaFlags& flags) {
         "%s, arena planner %s", flags.input, ArenaPlannerKindName(*kind));
     absl::Status written =
         WriteHtmlFile(flags.html, RenderPlanHtml(placed, title));
-    if (!written.ok()) Fail(1, std::string(written.message()));
+    if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
   }
 }
 
@@ -211,7 +212,8 @@ void AddArenaCommand(CLI::App& app) {
       "Examples:\n"
       "  tensormem arena data/graphs/mobilenet_v2_blocks.json\n"
       "  tensormem arena data/onnx/resnet50.onnx --fuse-activations --json\n"
-      "  tensormem arena graph.json --planner queue --preserve-inputs --json\n"
+      "  tensormem arena data/graphs/mobilenet_v2_blocks.json --planner queue "
+      "--preserve-inputs --json\n"
       "  tensormem arena data/idealloc/somas_tensors/resnet50.csv "
       "--tensor-alignment 1 --html plan.html");
   command

@@ -118,10 +118,9 @@ BenchRow BenchTrace(const Workload& workload, const BenchFlags& flags) {
     extras.min_limit = Check(MinimumLimitFor(trace, bfc), workload.path);
     row.min_limit_ratio = extras.min_limit->ratio;
   }
-  const absl::Status written =
-      WriteHtmlFile((fs::path(flags.out) / row.page).string(),
-                    RenderReplayHtml(result, workload.name,
-                                     DescribeAllocator(bfc), extras));
+  const absl::Status written = WriteHtmlFile(
+      (fs::path(flags.out) / row.page).string(),
+      RenderReplayHtml(result, workload.name, DescribeAllocator(bfc), extras));
   if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
   return row;
 }

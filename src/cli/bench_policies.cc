@@ -46,8 +46,7 @@ absl::StatusOr<std::vector<PolicyChoice>> ParsePolicyChoices(
     const std::string& text) {
   std::vector<std::string> items;
   if (text == "all") {
-    for (const PolicyInfo& policy : Policies())
-      items.emplace_back(policy.name);
+    for (const PolicyInfo& policy : Policies()) items.emplace_back(policy.name);
     items.emplace_back("pytorch[expandable_segments:True]");
   } else {
     int depth = 0;
@@ -119,9 +118,9 @@ void RunPolicyBench(const std::vector<std::string>& trace_paths,
           {"min_limit_over_live", cell.min_limit_ratio},
           {"ns_per_op", cell.ns_per_op},
           {"failed_allocs", cell.failed_allocs}};
-      absl::StrAppend(&table, absl::StrFormat(" %.3f, %.3f, %.0f |",
-                                              cell.min_limit_ratio,
-                                              cell.pool_ratio, cell.ns_per_op));
+      absl::StrAppend(
+          &table, absl::StrFormat(" %.3f, %.3f, %.0f |", cell.min_limit_ratio,
+                                  cell.pool_ratio, cell.ns_per_op));
       if (winner.empty() || cell.min_limit_ratio < best) {
         winner = choice.label;
         best = cell.min_limit_ratio;

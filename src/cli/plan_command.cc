@@ -7,12 +7,15 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "cli/failure.h"
 #include "cli/model_input.h"
 #include "nlohmann/json.hpp"
 #include "tensormem/core/checked_math.h"
+#include "tensormem/core/file_io.h"
 #include "tensormem/core/units.h"
 #include "tensormem/plan/checker.h"
 #include "tensormem/plan/solver/optimal_strategy.h"
+#include "tensormem/plan/strategy_comparison.h"
 #include "tensormem/plan/strategy_registry.h"
 #include "tensormem/report/plan_html.h"
 
@@ -41,11 +44,7 @@ struct PlanFlags {
   nlohmann::json model_summary;  // set when the input was a model
 };
 
-// Ends the command with `exit_code` after printing `message` on stderr.
-[[noreturn]] void Fail(int exit_code, const std::string& message) {
-  std::fprintf(stderr, "tensormem plan: %s\n", message.c_str());
-  throw CLI::RuntimeError(exit_code);
-}
+constexpr std::string_view kCommand = "plan";
 
 PlanMode Mode(const PlanFlags& flags) {
   return flags.objects ? PlanMode::kObjects : PlanMode::kOffsets;
@@ -77,20 +76,16 @@ void WriteOutputs(const PlanFlags& flags, const BufferSet& set,
     } else {
       csv = FormatBufferSetCsv(Placed(set, plan));
     }
-    FILE* file = std::fopen(flags.out.c_str(), "w");
-    if (file == nullptr ||
-        std::fwrite(csv.data(), 1, csv.size(), file) != csv.size()) {
-      if (file != nullptr) std::fclose(file);
-      Fail(1, absl::StrFormat("%s: cannot write", flags.out));
+    if (absl::Status written = WriteTextFile(flags.out, csv); !written.ok()) {
+      Fail(kCommand, written);
     }
-    std::fclose(file);
   }
   if (!flags.html.empty()) {
     const std::string title = absl::StrFormat(
         "%s, %s (%s)", flags.input, plan.strategy, PlanModeName(plan.mode));
     absl::Status written =
         WriteHtmlFile(flags.html, RenderPlanHtml(Placed(set, plan), title));
-    if (!written.ok()) Fail(1, std::string(written.message()));
+    if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
   }
 }
 
@@ -134,11 +129,12 @@ int CheckGivenOffsets(const PlanFlags& flags, const BufferSet& set,
   if (!flags.html.empty() && valid.ok()) {
     absl::Status written = WriteHtmlFile(
         flags.html, RenderPlanHtml(set, flags.input + " (given offsets)"));
-    if (!written.ok()) Fail(1, std::string(written.message()));
+    if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
   }
   if (!valid.ok())
-    Fail(1, absl::StrFormat("%s: invalid placement: %s", flags.input,
-                            valid.message()));
+    Fail(kCommand, 1,
+         absl::StrFormat("%s: invalid placement: %s", flags.input,
+                         valid.message()));
   return 0;
 }
 
@@ -152,51 +148,53 @@ void AnnounceIfSlow(const StrategyInfo& strategy, const ProblemSize& size,
   }
 }
 
+void PrintTableHeader(const StrategyComparison& table) {
+  std::printf("%zu buffers, %s, lower bound %s (%llu B)\n", table.buffers,
+              PlanModeName(table.mode).data(),
+              HumanBytes(table.lower_bound).c_str(),
+              static_cast<unsigned long long>(table.lower_bound));
+  std::printf("%-20s %18s %10s %10s\n", "strategy", "total_size", "ratio",
+              "seconds");
+}
+
+void PrintRow(const StrategyComparison::Entry& entry) {
+  if (!entry.plan) {
+    std::printf("%-20s skipped: %s\n", entry.strategy.c_str(),
+                entry.skipped.c_str());
+    return;
+  }
+  std::printf("%-20s %18llu %10.4f %10.4f\n", entry.strategy.c_str(),
+              static_cast<unsigned long long>(entry.plan->total_size),
+              entry.plan->Ratio(), entry.plan->seconds);
+}
+
 void RunAll(const PlanFlags& flags, const BufferSet& set,
             const PlanOptions& options) {
   const PlanMode mode = Mode(flags);
-  absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(set);
-  if (!records.ok()) Fail(1, std::string(records.status().message()));
-  const ProblemSize size = MeasureProblem(*records, mode);
-  const uint64_t bound = LowerBound(*records, mode);
-
-  nlohmann::json rows = nlohmann::json::array();
-  std::optional<PlanResult> best;
+  ComparisonCallbacks callbacks;
+  callbacks.before_each = [&flags](const StrategyInfo& strategy,
+                                   const ProblemSize& size) {
+    AnnounceIfSlow(strategy, size, flags.json);
+  };
   if (!flags.json) {
-    std::printf("%zu buffers, %s, lower bound %s (%llu B)\n",
-                set.buffers.size(), PlanModeName(mode).data(),
-                HumanBytes(bound).c_str(),
-                static_cast<unsigned long long>(bound));
-    std::printf("%-20s %18s %10s %10s\n", "strategy", "total_size", "ratio",
-                "seconds");
+    callbacks.on_start = PrintTableHeader;
+    callbacks.after_each = PrintRow;
   }
-  for (const StrategyInfo* strategy : ListStrategies(mode)) {
-    if (!strategy->in_all) continue;
-    const std::string reason =
-        flags.force ? "" : SlownessReason(*strategy, size);
-    if (!reason.empty()) {
-      rows.push_back({{"strategy", strategy->name}, {"skipped", reason}});
-      if (!flags.json)
-        std::printf("%-20s skipped: %s\n", strategy->name.c_str(),
-                    reason.c_str());
-      continue;
-    }
-    AnnounceIfSlow(*strategy, size, flags.json);
-    absl::StatusOr<PlanResult> plan =
-        RunStrategy(strategy->name, set, mode, options);
-    if (!plan.ok()) Fail(1, std::string(plan.status().message()));
-    rows.push_back(Summary(*plan));
-    if (!flags.json) {
-      std::printf("%-20s %18llu %10.4f %10.4f\n", plan->strategy.c_str(),
-                  static_cast<unsigned long long>(plan->total_size),
-                  plan->Ratio(), plan->seconds);
-    }
-    if (!best || plan->total_size < best->total_size) best = *std::move(plan);
-  }
+  absl::StatusOr<StrategyComparison> table =
+      CompareStrategies(set, mode, options, callbacks);
+  if (!table.ok()) Fail(kCommand, table.status());
+  const PlanResult* best =
+      table->best ? &*table->entries[*table->best].plan : nullptr;
   if (flags.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const StrategyComparison::Entry& entry : table->entries) {
+      rows.push_back(entry.plan ? Summary(*entry.plan)
+                                : nlohmann::json{{"strategy", entry.strategy},
+                                                 {"skipped", entry.skipped}});
+    }
     nlohmann::json json = {{"mode", PlanModeName(mode)},
-                           {"buffers", set.buffers.size()},
-                           {"lower_bound", bound},
+                           {"buffers", table->buffers},
+                           {"lower_bound", table->lower_bound},
                            {"strategies", rows}};
     if (best) json["best"] = best->strategy;
     if (!flags.model_summary.is_null()) json["model"] = flags.model_summary;
@@ -216,11 +214,12 @@ void RunOne(const PlanFlags& flags, const BufferSet& set,
     std::vector<std::string> names;
     for (const StrategyInfo* info : ListStrategies(PlanMode::kOffsets))
       names.push_back(info->name);
-    Fail(2, absl::StrFormat("unknown strategy '%s'; known: %s, all",
-                            flags.strategy, absl::StrJoin(names, ", ")));
+    Fail(kCommand, 2,
+         absl::StrFormat("unknown strategy '%s'; known: %s, all",
+                         flags.strategy, absl::StrJoin(names, ", ")));
   }
   absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(set);
-  if (!records.ok()) Fail(1, std::string(records.status().message()));
+  if (!records.ok()) Fail(kCommand, 1, std::string(records.status().message()));
   AnnounceIfSlow(*strategy, MeasureProblem(*records, mode), flags.json);
   absl::StatusOr<PlanResult> plan =
       RunStrategy(flags.strategy, set, mode, options);
@@ -228,7 +227,7 @@ void RunOne(const PlanFlags& flags, const BufferSet& set,
     const bool usage =
         plan.status().code() == absl::StatusCode::kInvalidArgument &&
         mode == PlanMode::kObjects && !strategy->objects;
-    Fail(usage ? 2 : 1, std::string(plan.status().message()));
+    Fail(kCommand, usage ? 2 : 1, std::string(plan.status().message()));
   }
   if (flags.json) {
     nlohmann::json json = Summary(*plan);
@@ -269,13 +268,14 @@ void RunOne(const PlanFlags& flags, const BufferSet& set,
 BufferSet ReadInput(PlanFlags& flags) {
   if (!IsModelInput(flags.input)) {
     absl::StatusOr<BufferSet> set = ReadBufferSetCsv(flags.input);
-    if (!set.ok()) Fail(1, std::string(set.status().message()));
+    if (!set.ok()) Fail(kCommand, 1, std::string(set.status().message()));
     return *std::move(set);
   }
   int exit_code = 1;
   absl::StatusOr<LoadedModel> model =
       LoadModelInput(flags.input, flags.model, exit_code);
-  if (!model.ok()) Fail(exit_code, std::string(model.status().message()));
+  if (!model.ok())
+    Fail(kCommand, exit_code, std::string(model.status().message()));
   if (!flags.json) std::printf("%s\n", model->summary_line.c_str());
   flags.model_summary = model->summary;
   return std::move(model->buffers);
@@ -284,8 +284,9 @@ BufferSet ReadInput(PlanFlags& flags) {
 void Run(PlanFlags& flags) {
   absl::StatusOr<uint64_t> alignment = ParseByteSize(flags.align);
   if (!alignment.ok() || *alignment == 0) {
-    Fail(2, absl::StrFormat("--align '%s' must be a positive byte count",
-                            flags.align));
+    Fail(kCommand, 2,
+         absl::StrFormat("--align '%s' must be a positive byte count",
+                         flags.align));
   }
   const BufferSet set = ReadInput(flags);
   if (flags.check) {
@@ -297,12 +298,14 @@ void Run(PlanFlags& flags) {
   options.allow_slow = flags.force;
   if (!flags.time_limit.empty()) {
     absl::StatusOr<double> seconds = ParseTimeLimitSeconds(flags.time_limit);
-    if (!seconds.ok()) Fail(2, std::string(seconds.status().message()));
+    if (!seconds.ok())
+      Fail(kCommand, 2, std::string(seconds.status().message()));
     options.time_limit_seconds = *seconds;
   }
   if (!flags.capacity.empty()) {
     absl::StatusOr<uint64_t> capacity = ParseByteSize(flags.capacity);
-    if (!capacity.ok()) Fail(2, std::string(capacity.status().message()));
+    if (!capacity.ok())
+      Fail(kCommand, 2, std::string(capacity.status().message()));
     options.capacity = *capacity;
   }
   options.threads = flags.threads;
@@ -311,6 +314,17 @@ void Run(PlanFlags& flags) {
   } else {
     RunOne(flags, set, options);
   }
+}
+
+// The registry's strategies, one line each, for --help.
+std::string StrategyList() {
+  std::string list = "Strategies (the modes they plan in):\n";
+  for (const StrategyInfo* info : ListStrategies(PlanMode::kOffsets)) {
+    absl::StrAppendFormat(&list, "  %-18s %-17s %s\n", info->name,
+                          info->objects ? "offsets, objects" : "offsets",
+                          info->description);
+  }
+  return list;
 }
 
 }  // namespace
@@ -322,22 +336,20 @@ void AddPlanCommand(CLI::App& app) {
                          "Plan static memory for a buffer set: offsets in one "
                          "arena or shared objects");
   command->footer(
-      "Strategies: naive, equality, greedy_in_order, greedy_by_breadth, "
-      "greedy_by_size,\n"
-      "greedy_best, min_cost_flow (TFLite GPU planners, exact) and "
-      "best_fit_multi (offsets);\n"
-      "optimal (offsets): anytime search towards the peak of live bytes, "
-      "see docs/solver.md.\n\n"
-      "Examples:\n"
-      "  tensormem plan data/idealloc/somas_tensors/resnet50.csv --strategy "
-      "all\n"
-      "  tensormem plan model.csv --strategy greedy_best --objects --json\n"
-      "  tensormem plan model.csv --align 64 --out plan.csv --html plan.html\n"
-      "  tensormem plan data/idealloc/iree/iree_mobilenet.csv --check\n"
-      "  tensormem plan data/minimalloc/challenging/A.1048576.csv --strategy "
-      "optimal --time-limit 5s --threads 2\n"
-      "  tensormem plan data/onnx/mobilenet_v2.onnx --fuse-activations "
-      "--strategy all");
+      StrategyList() +
+      "\nExamples:\n"
+      "  tensormem plan data/idealloc/somas_tensors/resnet50.csv "
+      "--strategy all\n"
+      "  tensormem plan data/models/resnet18.buffers.csv --strategy "
+      "greedy_best --objects --json\n"
+      "  tensormem plan data/models/resnet18.buffers.csv --align 64 "
+      "--out plan.csv --html plan.html\n"
+      "  tensormem plan data/idealloc/iree/iree_mobilenet.csv "
+      "--check\n"
+      "  tensormem plan data/minimalloc/challenging/A.1048576.csv "
+      "--strategy optimal --time-limit 5s --threads 2\n"
+      "  tensormem plan data/onnx/mobilenet_v2.onnx "
+      "--fuse-activations --strategy all");
   command
       ->add_option("input", flags->input,
                    "Buffer set CSV (id,lower,upper,size or "

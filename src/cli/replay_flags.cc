@@ -78,13 +78,6 @@ absl::StatusOr<AllocatorSpec> ToAllocatorSpec(const AllocatorFlags& flags) {
   return spec;
 }
 
-void Fail(std::string_view command, int exit_code, std::string_view message) {
-  std::fprintf(stderr, "tensormem %.*s: %.*s\n",
-               static_cast<int>(command.size()), command.data(),
-               static_cast<int>(message.size()), message.data());
-  throw CLI::RuntimeError(exit_code);
-}
-
 Trace ReadInput(std::string_view command, const std::string& path, int device) {
   absl::StatusOr<TraceInput> input =
       ReadTraceInput(path, {.format = std::nullopt, .device = device});

@@ -1,5 +1,5 @@
-// Flags shared by `tensormem replay`, `report` and `bench`: which allocator a
-// trace is replayed into, and the one way these commands fail.
+// Flags shared by `tensormem replay`, `report`, `bench` and `whatif`: which
+// allocator a trace is replayed into, and reading their inputs.
 #ifndef TENSORMEM_CLI_REPLAY_FLAGS_H_
 #define TENSORMEM_CLI_REPLAY_FLAGS_H_
 
@@ -10,6 +10,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "cli/failure.h"
 #include "tensormem/trace/replay.h"
 #include "tensormem/trace/replay_allocator.h"
 #include "tensormem/trace/trace.h"
@@ -29,11 +30,6 @@ void AddAllocatorFlags(CLI::App& command, AllocatorFlags& flags);
 // The specification the flags describe, checked (an allocator is built and
 // dropped, so bad combinations fail before any trace is read).
 absl::StatusOr<AllocatorSpec> ToAllocatorSpec(const AllocatorFlags& flags);
-
-// Prints "tensormem <command>: <message>" on stderr and ends the command with
-// `exit_code` (1: bad input or failed run, 2: bad flags).
-[[noreturn]] void Fail(std::string_view command, int exit_code,
-                       std::string_view message);
 
 // Reads any trace-like input (ReadTraceInput: `.trace`, RMM log, PyTorch
 // snapshot, buffer set); errors end the command with exit code 1. `device`

@@ -1,10 +1,10 @@
 #include "tensormem/report/plan_html.h"
 
 #include <algorithm>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tensormem/core/file_io.h"
 #include "tensormem/core/units.h"
 #include "tensormem/report/html_page.h"
 
@@ -43,14 +43,7 @@ std::string RenderPlanHtml(const BufferSet& placed, std::string_view title) {
 }
 
 absl::Status WriteHtmlFile(const std::string& path, std::string_view html) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": cannot open for writing"));
-  out.write(html.data(), static_cast<std::streamsize>(html.size()));
-  out.close();
-  if (!out) return absl::DataLossError(absl::StrCat(path, ": write failed"));
-  return absl::OkStatus();
+  return WriteTextFile(path, html);
 }
 
 }  // namespace tensormem

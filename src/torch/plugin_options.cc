@@ -107,11 +107,16 @@ absl::Status ApplyOptionsJson(std::string_view json_text,
                               PluginOptions* options) {
   // Applied to a copy: options refused anywhere leave `options` as they were.
   PluginOptions updated = *options;
-  nlohmann::json json =
-      nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object()) {
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {  // the message has the byte
     return absl::InvalidArgumentError(
-        absl::StrCat("options are not a JSON object: ", ToAbsl(json_text)));
+        absl::StrCat("options are not valid JSON: ", e.what()));
+  }
+  if (!json.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options are not a JSON object but ", json.type_name()));
   }
   for (const auto& [key, value] : json.items()) {
     if (key == "trace_path" || key == "report_path") {

@@ -1,6 +1,7 @@
 #include "trace/trace_line_parser.h"
 
 #include <charconv>
+#include <iterator>
 #include <limits>
 #include <system_error>
 
@@ -68,9 +69,11 @@ absl::Status LineParser::Parse(std::string_view line, TraceEvent& event,
                           absl::string_view(bytes.data(), bytes.size())));
     }
   }
+  uint32_t keys_seen = 0;
   for (std::string_view key = NextField(rest); !key.empty();
        key = NextField(rest)) {
-    if (absl::Status status = ParseKey(key, event); !status.ok()) return status;
+    if (absl::Status status = ParseKey(key, event, keys_seen); !status.ok())
+      return status;
   }
 
   if (event.op == TraceOp::kAlloc) {
@@ -94,7 +97,8 @@ absl::Status LineParser::Parse(std::string_view line, TraceEvent& event,
   return absl::OkStatus();
 }
 
-absl::Status LineParser::ParseKey(std::string_view token, TraceEvent& event) {
+absl::Status LineParser::ParseKey(std::string_view token, TraceEvent& event,
+                                  uint32_t& keys_seen) {
   const size_t equals = token.find('=');
   if (equals == std::string_view::npos || equals == 0) {
     return Error(
@@ -104,6 +108,18 @@ absl::Status LineParser::ParseKey(std::string_view token, TraceEvent& event) {
   const std::string_view key = token.substr(0, equals);
   const std::string_view value = token.substr(equals + 1);
   const absl::string_view value_text(value.data(), value.size());
+  // A second value for a known key would silently replace the first (and a
+  // replaced tag would still be interned).
+  constexpr std::string_view kKnownKeys[] = {"t", "stream", "align", "tag",
+                                             "failed"};
+  for (uint32_t bit = 0; bit < std::size(kKnownKeys); ++bit) {
+    if (key != kKnownKeys[bit]) continue;
+    if ((keys_seen & (1u << bit)) != 0) {
+      return Error(absl::StrFormat("key '%s' given twice",
+                                   absl::string_view(key.data(), key.size())));
+    }
+    keys_seen |= 1u << bit;
+  }
   if (key == "t") {
     if (!ParseInteger(value, event.time_ns) || event.time_ns < 0) {
       return Error(absl::StrFormat("bad number '%s' for t (nanoseconds >= 0)",

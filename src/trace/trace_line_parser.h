@@ -34,7 +34,9 @@ class LineParser {
 
  private:
   absl::Status Error(std::string_view what) const;
-  absl::Status ParseKey(std::string_view token, TraceEvent& event);
+  // `keys_seen`: the known keys met so far on the line (a bit each).
+  absl::Status ParseKey(std::string_view token, TraceEvent& event,
+                        uint32_t& keys_seen);
   uint32_t InternTag(std::string_view tag);
 
   std::string source_;

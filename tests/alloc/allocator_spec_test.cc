@@ -73,6 +73,8 @@ const std::map<std::string, OptionCase>& OptionCases() {
         "-2M"}},
       {"device",
        {"3", [](const AllocatorSpec& s) { return s.device == 3; }, "-1"}},
+      {"shards",
+       {"4", [](const AllocatorSpec& s) { return s.shards == 4; }, "0"}},
   };
   return *cases;
 }

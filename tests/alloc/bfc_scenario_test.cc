@@ -1,4 +1,4 @@
-// The BFC allocator scenarios of issue 2 section 5, with TensorFlow's numbers.
+// BFC allocator scenarios checked against TensorFlow's own numbers.
 #include <algorithm>
 #include <memory>
 #include <vector>

@@ -141,7 +141,9 @@ TEST(MisuseSweepTest, EveryBadFreeUnderEveryPolicyOnEveryAllocator) {
           });
           EXPECT_FALSE(allocator->CheckedDeallocate(bad).ok());
           allocator->Deallocate(bad);
-          if (policy == MisusePolicy::kCallback) EXPECT_EQ(reports.size(), 1u);
+          if (policy == MisusePolicy::kCallback) {
+            EXPECT_EQ(reports.size(), 1u);
+          }
         }
         const std::optional<AllocatorStats> after = allocator->GetStats();
         ASSERT_EQ(before.has_value(), after.has_value());
@@ -223,7 +225,9 @@ TEST(MisuseSweepTest, HostileBfcOptionsKeepInvariants) {
             if (void* p = allocator->AllocateRaw(256, bytes)) live.push_back(p);
             ASSERT_TRUE(testing::InvariantsHold(*allocator));
           }
-          if (limit >= 4 * kMiB) EXPECT_FALSE(live.empty());
+          if (limit >= 4 * kMiB) {
+            EXPECT_FALSE(live.empty());
+          }
           for (void* p : live) allocator->Deallocate(p);
           EXPECT_EQ(allocator->GetStats()->bytes_in_use, 0u);
           ASSERT_TRUE(testing::InvariantsHold(*allocator));

@@ -77,7 +77,8 @@ TEST(RestartScheduleTest,
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4}));
   EXPECT_LT(first.front().order, kBaseOrderCount);  // a base order first
 
-  // Order 3 placed the most buffers: it gets twice the nodes next time.
+  // Order 3 placed the most buffers, 40 more than any other of 100: it gets
+  // twice the nodes next time.
   FeasibilityAnswer answer;
   answer.deepest.assign(first.size(), 10);
   for (size_t k = 0; k < first.size(); ++k) {
@@ -94,6 +95,22 @@ TEST(RestartScheduleTest,
   for (const OrderRun& run : second) {
     if (run.order >= kBaseOrderCount) EXPECT_GT(run.order, last_restart);
   }
+}
+
+TEST(RestartScheduleTest, ANarrowLeadEarnsNoExtraNodes) {
+  // Of 100 buffers, order 3 placed 15 and the others 10: a lead under a
+  // tenth of the buffers, so every order gets the same nodes.
+  RestartSchedule schedule(/*buffers=*/100);
+  const std::vector<OrderRun> first = schedule.Runs(20000, /*resume=*/true);
+  FeasibilityAnswer answer;
+  answer.deepest.assign(first.size(), 10);
+  for (size_t k = 0; k < first.size(); ++k) {
+    if (first[k].order == 3) answer.deepest[k] = 15;
+  }
+  schedule.Record(first, answer);
+  const RunTotals next = Totals(schedule.Runs(40000, true), true);
+  for (int k = 0; k < kBaseOrderCount; ++k)
+    EXPECT_EQ(next.nodes_per_order[k], 40000u) << k;
 }
 
 TEST(RestartScheduleTest, WithoutResumingEachBaseOrderRunsOnceInFull) {
@@ -129,6 +146,37 @@ TEST(SuspendedSearchTest, SlicesFindWhatOneRunFinds) {
               slices);
   // Once finished it keeps its answer.
   EXPECT_EQ(sliced.Resume(1000).outcome, SearchOutcome::kFound);
+}
+
+TEST(KeptSearchesTest, QuestionsAtOneCapacityExtendTheSameSearch) {
+  // Two questions at A's capacity, order 0 kept: the second goes on where
+  // the first stopped, so together they cost what one run costs (about 19k
+  // nodes). At another capacity the kept search is dropped and starts over.
+  const Problem problem = ChallengingProblem("A");
+  FeasibilitySearch whole(problem, 0);
+  ASSERT_EQ(whole.Run(1048576, {}), SearchOutcome::kFound);
+  KeptSearches kept(problem);
+  FeasibilityRequest first{
+      .capacity = 1048576,
+      .runs = {{.order = 0, .node_limit = 10000, .resume = true}},
+      .kept = &kept};
+  const FeasibilityAnswer stopped = RunFeasibility(problem, first);
+  EXPECT_EQ(stopped.outcome, SearchOutcome::kStopped);
+  FeasibilityRequest second = first;
+  second.runs[0].node_limit = 100000;
+  const FeasibilityAnswer found = RunFeasibility(problem, second);
+  ASSERT_EQ(found.outcome, SearchOutcome::kFound);
+  EXPECT_EQ(found.offsets, whole.offsets());
+  EXPECT_NEAR(static_cast<double>(stopped.nodes + found.nodes),
+              static_cast<double>(whole.nodes()), 2);
+
+  FeasibilityRequest other = first;
+  other.capacity = 1048576 + 1024;
+  other.runs[0].node_limit = 5;
+  const FeasibilityAnswer fresh = RunFeasibility(problem, other);
+  EXPECT_EQ(fresh.outcome, SearchOutcome::kStopped);
+  EXPECT_LE(fresh.deepest[0], 5);  // a resumed search would be deep already
+  EXPECT_GT(stopped.deepest[0], 5);
 }
 
 TEST(SuspendedSearchTest, PausedSearchesAreDroppedCleanly) {

@@ -43,8 +43,7 @@ void ExpectReplaysWithoutFailure(const std::string& path) {
   ASSERT_TRUE(trace.ok()) << trace.status();
   absl::StatusOr<PreparedTrace> prepared = PreparedTrace::Prepare(*trace);
   ASSERT_TRUE(prepared.ok()) << prepared.status();
-  absl::StatusOr<ReplayTarget> target =
-      CreateReplayTarget(AllocatorSpec{});
+  absl::StatusOr<ReplayTarget> target = CreateReplayTarget(AllocatorSpec{});
   ASSERT_TRUE(target.ok()) << target.status();
   absl::StatusOr<ReplayResult> result = Replay(*prepared, *target, {});
   ASSERT_TRUE(result.ok()) << result.status();

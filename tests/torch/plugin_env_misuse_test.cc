@@ -108,6 +108,17 @@ TEST(PluginEnvMisuseTest, JsonErrorsNameTheKey) {
   }
 }
 
+// Malformed JSON is located, not echoed (the text may be 100,000 brackets).
+TEST(PluginEnvMisuseTest, MalformedJsonErrorsSayWhere) {
+  for (const std::string& json :
+       {std::string(R"({"memory_limit": 1)"), std::string(100000, '[')}) {
+    PluginOptions options;
+    const absl::Status status = ApplyOptionsJson(json, &options);
+    EXPECT_THAT(std::string(status.message()), HasSubstr("line 1, column"));
+    EXPECT_LT(status.message().size(), 300u);
+  }
+}
+
 // Whole floats are byte counts as JSON writes them; fractions of a unit in a
 // size text stay accepted.
 TEST(PluginEnvMisuseTest, WholeSizesAreAccepted) {

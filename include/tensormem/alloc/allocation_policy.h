@@ -94,6 +94,19 @@ class AllocationPolicy {
   // The upstream granted the region asked for with `request`.
   virtual void RegionAdded(const GrowthRequest& /*request*/) {}
 
+  // The per-request decisions (RoundedSize, NumPools/PoolFor, MayServe,
+  // ShouldSplit) in a form the engine evaluates inline, for policies whose
+  // hooks make exactly these decisions; nullopt: the engine calls the hooks.
+  struct InlineDecisions {
+    // Requests round up to a multiple of 256, there is one pool and the best
+    // fit always serves. A chunk is split when its tail would be at least
+    // `split_tail_bytes` or, with `split_at_double`, when it is at least twice
+    // the request.
+    uint64_t split_tail_bytes = 1;
+    bool split_at_double = false;
+  };
+  virtual std::optional<InlineDecisions> Inline() const { return std::nullopt; }
+
   // Whether a region contiguous with an earlier one of the same pool (from a
   // coalescing upstream) joins it, so chunks may merge across the seam.
   virtual bool MergesRegions() const { return true; }

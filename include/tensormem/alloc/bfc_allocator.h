@@ -41,6 +41,7 @@
 #include "tensormem/alloc/memory_dump.h"
 #include "tensormem/alloc/retry.h"
 #include "tensormem/alloc/sub_allocator.h"
+#include "tensormem/core/futex_mutex.h"
 
 namespace tensormem {
 
@@ -161,10 +162,10 @@ class BfcAllocator final : public Allocator {
   const Options options_;
   const size_t memory_limit_;
   const std::unique_ptr<SubAllocator> upstream_;
-  // A pthread mutex rather than absl::Mutex: ThreadSanitizer sees its
-  // synchronisation (the system Abseil is not instrumented), and it is cheaper
-  // than an Abseil build that keeps its deadlock detector on.
-  mutable std::mutex mutex_;
+  // Not absl::Mutex: the system Abseil is not instrumented for
+  // ThreadSanitizer and keeps its deadlock detector on; not std::mutex: its
+  // out-of-line pthread calls cost as much as a quarter of an allocation.
+  mutable FutexMutex mutex_;
   const std::unique_ptr<internal::BfcCore> core_;  // guarded by mutex_
   AllocationRetrier retrier_;
 };

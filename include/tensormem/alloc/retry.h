@@ -7,8 +7,9 @@
 // only that last failure logs its explanation.
 //
 //   AllocationRetrier retrier;
+//   // `attempt` is the allocator's own single try (nullptr when out of memory).
 //   void* p = retrier.AllocateWithRetry(
-//       [&](bool verbose) { return TryAllocate(bytes, verbose); },
+//       [&](bool verbose) { return attempt(bytes, verbose); },
 //       absl::Seconds(10));
 //   ...
 //   // In the allocator's deallocation path, after the memory is free:

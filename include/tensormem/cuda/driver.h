@@ -39,7 +39,8 @@ namespace tensormem {
   X(cuDriverGetVersion)                                                       \
   X(cuDeviceGetCount)                                                         \
   X(cuDeviceGet)                                                              \
-  X(cuDeviceTotalMem) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)     \
+  X(cuDeviceTotalMem)                                                         \
+  X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)                         \
       X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(   \
           cuCtxSynchronize) X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree)        \
           X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemGetAllocationGranularity) \

@@ -7,9 +7,11 @@
 // run, proves the plan valid with the checker and computes the lower bound.
 //
 //   TM_ASSIGN_OR_RETURN(BufferSet set, ReadBufferSetCsv("model.csv"));
-//   TM_ASSIGN_OR_RETURN(PlanResult plan,
-//                       RunStrategy("best_fit_multi", set, PlanMode::kOffsets,
-//                       {.alignment = 64}));
+//   PlanOptions options;
+//   options.alignment = 64;
+//   TM_ASSIGN_OR_RETURN(
+//       PlanResult plan,
+//       RunStrategy("best_fit_multi", set, PlanMode::kOffsets, options));
 //   double quality = plan.Ratio();  // total_size / lower_bound
 //
 // Adding a strategy: write `StrategyInfo MyStrategy();` in your own header and

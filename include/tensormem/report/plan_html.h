@@ -8,7 +8,7 @@
 //
 //   absl::StatusOr<BufferSet> placed = ReadBufferSetCsv("plan.csv");
 //   std::string html = RenderPlanHtml(*placed, "resnet50, greedy by size");
-//   WriteFile("plan.html", html);
+//   TM_RETURN_IF_ERROR(WriteHtmlFile("plan.html", html));
 #ifndef TENSORMEM_REPORT_PLAN_HTML_H_
 #define TENSORMEM_REPORT_PLAN_HTML_H_
 
@@ -24,7 +24,7 @@ namespace tensormem {
 // and the placement chart. Buffers without an offset are counted, not drawn.
 std::string RenderPlanHtml(const BufferSet& placed, std::string_view title);
 
-// Writes `html` to `path`; the error names the path.
+// Writes `html` to `path` (WriteTextFile); the error names the path.
 absl::Status WriteHtmlFile(const std::string& path, std::string_view html);
 
 }  // namespace tensormem

@@ -2,9 +2,10 @@
 // `tensormem whatif` and reserved bytes over time for every candidate on one
 // chart, with peak live bytes as the floor.
 //
+//   WhatIfOptions options;
+//   options.timeline_samples = 1000;
 //   TM_ASSIGN_OR_RETURN(WhatIfResult result,
-//                       RunWhatIf(trace, candidates, {.timeline_samples =
-//                       1000}));
+//                       RunWhatIf(trace, candidates, options));
 //   TM_RETURN_IF_ERROR(WriteHtmlFile("whatif.html",
 //                                    RenderWhatIfHtml(result, "my run")));
 #ifndef TENSORMEM_REPORT_WHATIF_HTML_H_

@@ -9,7 +9,7 @@
 // separate pass that does nothing but the allocator calls.
 //
 //   TM_ASSIGN_OR_RETURN(PreparedTrace prepared, PreparedTrace::Prepare(trace));
-//   TM_ASSIGN_OR_RETURN(ReplayTarget target, CreateReplayTarget(config));
+//   TM_ASSIGN_OR_RETURN(ReplayTarget target, CreateReplayTarget(spec));
 //   TM_ASSIGN_OR_RETURN(ReplayResult result, Replay(prepared, target, {}));
 //   std::cout << ReplayMetricsToJson(result.metrics).dump();
 #ifndef TENSORMEM_TRACE_REPLAY_H_

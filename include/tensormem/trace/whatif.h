@@ -9,9 +9,10 @@
 //
 //   TM_ASSIGN_OR_RETURN(std::vector<WhatIfCandidate> candidates,
 //                       ParseWhatIfCandidates("tf; pytorch"));
+//   WhatIfOptions options;
+//   options.device_memory = 80 * kGiB;
 //   TM_ASSIGN_OR_RETURN(WhatIfResult result,
-//                       RunWhatIf(prepared, candidates, {.device_memory = 80 *
-//                       kGiB}));
+//                       RunWhatIf(prepared, candidates, options));
 //   std::cout << WhatIfToJson(result).dump(2);
 #ifndef TENSORMEM_TRACE_WHATIF_H_
 #define TENSORMEM_TRACE_WHATIF_H_

@@ -50,6 +50,11 @@ class TfPolicy final : public AllocationPolicy {
     return bfc::ShouldSplit(chunk_size, rounded, max_internal_fragmentation_);
   }
 
+  std::optional<InlineDecisions> Inline() const override {
+    return InlineDecisions{.split_tail_bytes = max_internal_fragmentation_,
+                           .split_at_double = true};
+  }
+
   uint64_t RegionBytes(const GrowthRequest& request) override {
     if (request.rounded > request.headroom) return 0;
     increased_region_size_ = false;

@@ -41,6 +41,10 @@ class TightPolicy final : public AllocationPolicy {
     return chunk_size > rounded;
   }
 
+  std::optional<InlineDecisions> Inline() const override {
+    return InlineDecisions{.split_tail_bytes = 1, .split_at_double = false};
+  }
+
   uint64_t RegionBytes(const GrowthRequest& request) override {
     const uint64_t lacking = Lacking(request);
     // Without growth the one region is the whole limit.

@@ -86,8 +86,9 @@ FeasibilityAnswer RunFeasibility(const Problem& problem,
                                  const FeasibilityRequest& request);
 
 // The runs of successive feasibility questions. Each gets every base order
-// at the caller's node limit, the one that placed the most buffers in its
-// last run at twice that (it is the likeliest to finish), interleaved with
+// at the caller's node limit, the one that placed the most buffers so far at
+// twice that when it leads every other by a tenth of the buffers (it is the
+// likeliest to finish), interleaved with
 // short restarts on perturbed orders of Luby lengths (1, 1, 2, 1, 1, 2, 4,
 // ... units) that take half as many nodes: on tight sets a wrong choice low
 // in the tree is often only found deep in it, and many short runs from
@@ -99,6 +100,8 @@ class RestartSchedule {
   static constexpr int kSlices = 4;
   // Restarts take this many percent of the base orders' nodes.
   static constexpr uint64_t kRestartPercent = 25;
+  // The leader must be ahead by this many percent of the buffers.
+  static constexpr int64_t kLeaderMarginPercent = 10;
   explicit RestartSchedule(size_t buffers);
   std::vector<OrderRun> Runs(uint64_t node_limit, bool resume);
   // Learns from the base orders' runs which one progresses best.
@@ -106,7 +109,11 @@ class RestartSchedule {
               const FeasibilityAnswer& answer);
 
  private:
+  // The base order that gets twice the nodes, or -1.
+  int Leader() const;
+
   uint64_t unit_;
+  size_t buffers_;
   uint64_t restarts_ = 0;  // perturbed runs handed out so far
   std::vector<int> progress_ = std::vector<int>(kBaseOrderCount, 0);
 };

@@ -7,9 +7,9 @@
 //   registry.push_back(OptimalStrategy());  // in BuiltinStrategies()
 //   PlanOptions options;
 //   options.time_limit_seconds = 5;  // default 10; 0 keeps the greedy plan
-//   TM_ASSIGN_OR_RETURN(PlanResult plan,
-//                       RunStrategy("optimal", set, PlanMode::kOffsets,
-//                       options));
+//   TM_ASSIGN_OR_RETURN(
+//       PlanResult plan,
+//       RunStrategy("optimal", set, PlanMode::kOffsets, options));
 #ifndef TENSORMEM_PLAN_SOLVER_OPTIMAL_STRATEGY_H_
 #define TENSORMEM_PLAN_SOLVER_OPTIMAL_STRATEGY_H_
 

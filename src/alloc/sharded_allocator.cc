@@ -1,0 +1,112 @@
+#include "tensormem/alloc/sharded_allocator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace tensormem {
+namespace {
+
+// A number per thread, handed out in the order threads first allocate, so
+// that N threads on N shards each get a shard of their own.
+uint32_t ThreadNumber() {
+  static std::atomic<uint32_t> next{0};
+  thread_local const uint32_t number =
+      next.fetch_add(1, std::memory_order_relaxed);
+  return number;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardedAllocator>> ShardedAllocator::Create(
+    std::vector<std::unique_ptr<BfcAllocator>> shards) {
+  if (shards.empty())
+    return absl::InvalidArgumentError("a sharded allocator needs shards");
+  for (const std::unique_ptr<BfcAllocator>& shard : shards) {
+    if (shard->upstream().BaseAddress() == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shards need a sub-allocator with a fixed address range (simulated, "
+          "vmm); ",
+          shard->upstream().Name(), " has none"));
+    }
+  }
+  return std::unique_ptr<ShardedAllocator>(
+      new ShardedAllocator(std::move(shards)));
+}
+
+ShardedAllocator::ShardedAllocator(
+    std::vector<std::unique_ptr<BfcAllocator>> shards)
+    : shards_(std::move(shards)) {
+  std::sort(shards_.begin(), shards_.end(), [](const auto& a, const auto& b) {
+    return a->upstream().BaseAddress() < b->upstream().BaseAddress();
+  });
+  for (const std::unique_ptr<BfcAllocator>& shard : shards_) {
+    bases_.push_back(
+        reinterpret_cast<uintptr_t>(shard->upstream().BaseAddress()));
+  }
+}
+
+std::string ShardedAllocator::Name() const {
+  return absl::StrCat(shards_.front()->Name(), " x", shards_.size());
+}
+
+void* ShardedAllocator::DoAllocate(size_t bytes, size_t alignment) {
+  const size_t first = ThreadNumber() % shards_.size();
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    BfcAllocator& shard = *shards_[(first + i) % shards_.size()];
+    if (void* ptr = shard.Allocate(bytes, alignment)) return ptr;
+  }
+  return nullptr;
+}
+
+const BfcAllocator& ShardedAllocator::Owner(const void* ptr) const {
+  const auto above = std::upper_bound(bases_.begin(), bases_.end(),
+                                      reinterpret_cast<uintptr_t>(ptr));
+  return *shards_[above == bases_.begin() ? 0 : above - bases_.begin() - 1];
+}
+
+absl::Status ShardedAllocator::DoDeallocate(void* ptr) {
+  return Owner(ptr).CheckedDeallocate(ptr);
+}
+
+std::optional<size_t> ShardedAllocator::RequestedSize(const void* ptr) const {
+  return Owner(ptr).RequestedSize(ptr);
+}
+
+std::optional<size_t> ShardedAllocator::AllocatedSize(const void* ptr) const {
+  return Owner(ptr).AllocatedSize(ptr);
+}
+
+std::optional<AllocatorStats> ShardedAllocator::GetStats() const {
+  AllocatorStats total;
+  total.bytes_limit = 0;
+  for (const std::unique_ptr<BfcAllocator>& shard : shards_) {
+    const AllocatorStats stats = *shard->GetStats();
+    total.num_allocs += stats.num_allocs;
+    total.bytes_in_use += stats.bytes_in_use;
+    total.peak_bytes_in_use += stats.peak_bytes_in_use;
+    total.largest_alloc_size =
+        std::max(total.largest_alloc_size, stats.largest_alloc_size);
+    *total.bytes_limit += stats.bytes_limit.value_or(0);
+    total.pool_bytes += stats.pool_bytes;
+    total.peak_pool_bytes += stats.peak_pool_bytes;
+    total.largest_free_block_bytes = std::max(total.largest_free_block_bytes,
+                                              stats.largest_free_block_bytes);
+    total.bytes_requested += stats.bytes_requested;
+    total.inactive_split_bytes += stats.inactive_split_bytes;
+    total.num_regions += stats.num_regions;
+    total.num_ooms += stats.num_ooms;
+    total.num_alloc_retries += stats.num_alloc_retries;
+  }
+  return total;
+}
+
+bool ShardedAllocator::ClearStats() {
+  for (const std::unique_ptr<BfcAllocator>& shard : shards_)
+    shard->ClearStats();
+  return true;
+}
+
+}  // namespace tensormem

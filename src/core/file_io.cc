@@ -1,0 +1,25 @@
+#include "tensormem/core/file_io.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+
+namespace tensormem {
+
+absl::Status WriteTextFile(const std::string& path, std::string_view text) {
+  const bool to_stdout = path == "-";
+  std::FILE* out = to_stdout ? stdout : std::fopen(path.c_str(), "wb");
+  if (out == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot open for writing"));
+  }
+  const bool written =
+      std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  const bool closed = (to_stdout ? std::fflush(out) : std::fclose(out)) == 0;
+  if (!written || !closed) {
+    return absl::DataLossError(absl::StrCat(path, ": write failed"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tensormem

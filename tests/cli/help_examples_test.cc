@@ -1,0 +1,89 @@
+// Every `tensormem <command> --help` example names input files that exist in
+// the repository, so users can paste it from the source tree and it runs.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "cli/cli_runner.h"
+#include "gtest/gtest.h"
+
+namespace tensormem::testing {
+namespace {
+
+// Subcommand names as `tensormem --help` lists them (two-space indented rows
+// after the SUBCOMMANDS heading).
+std::vector<std::string> Subcommands() {
+  const CommandOutput help = RunTensormem("--help");
+  std::vector<std::string> names;
+  bool in_list = false;
+  for (absl::string_view line : absl::StrSplit(help.out, '\n')) {
+    if (absl::StartsWithIgnoreCase(line, "subcommands")) {
+      in_list = true;
+    } else if (in_list && absl::StartsWith(line, "  ") && line.size() > 2 &&
+               line[2] != ' ') {
+      names.emplace_back(line.substr(2, line.find(' ', 2) - 2));
+    }
+  }
+  return names;
+}
+
+// The example command lines of `help` for `command` ("tensormem <command>
+// ...").
+std::vector<std::vector<std::string>> Examples(const std::string& help,
+                                               const std::string& command) {
+  std::vector<std::vector<std::string>> examples;
+  const std::string start = "tensormem " + command + " ";
+  for (absl::string_view line : absl::StrSplit(help, '\n')) {
+    const size_t at = line.find(start);
+    // The usage line ("Usage: tensormem plan [OPTIONS] input") is no example.
+    if (at == absl::string_view::npos || absl::StartsWith(line, "Usage")) {
+      continue;
+    }
+    examples.push_back(absl::StrSplit(line.substr(at + start.size()), ' ',
+                                      absl::SkipWhitespace()));
+  }
+  return examples;
+}
+
+// The input an example reads: its first positional argument, or the value of
+// --corpus.
+std::string InputOf(const std::vector<std::string>& arguments) {
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (arguments[i] == "--corpus" && i + 1 < arguments.size()) {
+      return arguments[i + 1];
+    }
+  }
+  for (const std::string& argument : arguments) {
+    if (!absl::StartsWith(argument, "-")) return argument;
+  }
+  return "";
+}
+
+TEST(HelpExamplesTest, EveryExampleReadsAFileOfTheRepository) {
+  const std::vector<std::string> commands = Subcommands();
+  ASSERT_GE(commands.size(), 5u);
+  int checked = 0;
+  for (const std::string& command : commands) {
+    const CommandOutput help = RunTensormem(command + " --help");
+    ASSERT_EQ(help.exit_code, 0) << command;
+    const auto examples = Examples(help.out, command);
+    EXPECT_FALSE(examples.empty())
+        << "tensormem " << command << " --help has no example";
+    for (const std::vector<std::string>& example : examples) {
+      const std::string input = InputOf(example);
+      const std::filesystem::path path =
+          std::filesystem::path(TENSORMEM_SOURCE_DIR) / input;
+      EXPECT_TRUE(!input.empty() && std::filesystem::exists(path))
+          << "tensormem " << command << ": the example's input '" << input
+          << "' is not in the repository";
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, static_cast<int>(commands.size()));
+}
+
+}  // namespace
+}  // namespace tensormem::testing
