@@ -16,6 +16,7 @@ BfcCore::BfcCore(SubAllocator* upstream, const Config& config,
       policy_(std::move(policy)),
       coalesce_regions_(upstream->SupportsCoalescing() &&
                         policy_->MergesRegions()),
+      tail_kept_below_(policy_->TailKeptFromRequestsBelow()),
       separates_streams_(policy_->SeparatesStreams()),
       pools_per_stream_(policy_->NumPools()),
       inline_(policy_->Inline()),
@@ -105,6 +106,13 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
              bfc::AlignmentPadding(key.address, alignment);
     });
   }
+  if (rounded < tail_kept_below_ && fit &&
+      map_.chunk(fit->handle).next == kInvalidChunk) {
+    if (std::optional<FreeChunkKey> hole =
+            FindFitOutsideTails(index, rounded, alignment, freed_before)) {
+      fit = hole;
+    }
+  }
   if (!fit || (!inline_ && !policy_->MayServe(fit->size, rounded)))
     return nullptr;
   ChunkHandle handle = fit->handle;
@@ -122,6 +130,17 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
     QueueTimestamped(tail);
   }
   return MarkInUse(handle, bytes);
+}
+
+std::optional<FreeChunkKey> BfcCore::FindFitOutsideTails(
+    BfcFreeIndex& index, uint64_t rounded, uint64_t alignment,
+    uint64_t freed_before) const {
+  return index.FindBestFitIf(rounded, [&](const FreeChunkKey& key) {
+    const BfcChunk& chunk = map_.chunk(key.handle);
+    if (chunk.next == kInvalidChunk) return false;
+    if (freed_before > 0 && freed_before < chunk.freed_at_count) return false;
+    return key.size - rounded >= bfc::AlignmentPadding(key.address, alignment);
+  });
 }
 
 void* BfcCore::MarkInUse(ChunkHandle handle, uint64_t bytes) {

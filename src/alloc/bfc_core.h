@@ -104,6 +104,11 @@ class BfcCore {
   }
   void* FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                   uint64_t freed_before, int pool);
+  // The best fit among free chunks that do not end a region, if any.
+  std::optional<FreeChunkKey> FindFitOutsideTails(BfcFreeIndex& index,
+                                                  uint64_t rounded,
+                                                  uint64_t alignment,
+                                                  uint64_t freed_before) const;
   void* MarkInUse(ChunkHandle handle, uint64_t bytes);
   // Cuts `handle` at `head_bytes`; returns the new tail chunk (not indexed).
   ChunkHandle SplitChunk(ChunkHandle handle, uint64_t head_bytes);
@@ -152,6 +157,7 @@ class BfcCore {
   const Config config_;
   const std::unique_ptr<AllocationPolicy> policy_;
   const bool coalesce_regions_;
+  const uint64_t tail_kept_below_;
   const bool separates_streams_;
   const int pools_per_stream_;
   // Engine pool p belongs to stream streams_[p / pools_per_stream_] (only

@@ -70,6 +70,10 @@ class AllocationPolicy {
   // the hooks below receive are always the policy's own, 0..NumPools()-1.
   virtual bool SeparatesStreams() const { return false; }
 
+  // Requests below this many bytes (0: none) take the free tail of a region
+  // only when no other free chunk of the pool fits, however larger.
+  virtual uint64_t TailKeptFromRequestsBelow() const { return 0; }
+
   // Whether the best fit (the smallest free chunk >= `rounded` in the pool)
   // may serve the request. false means no chunk of the pool may, so a new
   // region is made.

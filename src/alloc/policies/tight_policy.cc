@@ -7,7 +7,8 @@
 // (smallest chunk, lowest address) but always splits off a tail of 256 bytes or
 // more, and grows by what the request lacks, in granules, contiguous with the
 // free tail of the last region when the upstream coalesces. Garbage collection
-// also returns free trailing granules, so a region shrinks.
+// also returns free trailing granules, so a region shrinks. Requests under
+// 256 KiB leave the free tail of a region to larger ones while a hole fits.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -40,6 +41,12 @@ class TightPolicy final : public AllocationPolicy {
                    int /*pool*/) const override {
     return chunk_size > rounded;
   }
+
+  // Measured on the corpus: the leftover of the last granule is often the
+  // smallest free chunk, so best fit put small, long-lived blocks there; they
+  // pinned the top of the pool, and larger requests grew past them
+  // (squeezenet training ended at 1.21x peak live, 1.04x with this rule).
+  uint64_t TailKeptFromRequestsBelow() const override { return 256 * kKiB; }
 
   std::optional<InlineDecisions> Inline() const override {
     return InlineDecisions{.split_tail_bytes = 1, .split_at_double = false};
