@@ -11,7 +11,7 @@
 #include "bindings.h"
 #include "pybind11/stl.h"
 #include "tensormem/alloc/bfc_allocator.h"
-#include "tensormem/alloc/sub_allocator_registry.h"
+#include "tensormem/alloc/allocator_spec.h"
 #include "tensormem/trace/replay.h"
 
 namespace tensormem::python {
@@ -21,35 +21,32 @@ namespace py = pybind11;
 
 class PyBfcAllocator {
  public:
-  PyBfcAllocator(uint64_t memory_limit, bool allow_growth,
-                 bool garbage_collection, const std::string& sub_allocator,
-                 std::optional<uint64_t> capacity) {
-    if (memory_limit == 0) {
-      Raise(absl::StatusCode::kInvalidArgument, "memory_limit must be > 0");
+  // `options`: the allocator specification's keys (policy, config,
+  // sub_allocator, memory_limit, capacity, growth, gc, ...).
+  explicit PyBfcAllocator(const py::dict& options) {
+    const AllocatorSpec spec = SpecFromDict(options);
+    if (spec.kind != "bfc") {
+      Raise(absl::StatusCode::kInvalidArgument,
+            absl::StrCat("BfcAllocator: allocator '", spec.kind,
+                         "' is not a BFC allocator"));
     }
-    SubAllocatorParams params;
-    params.capacity = capacity.value_or(memory_limit);
-    std::unique_ptr<SubAllocator> upstream =
-        ValueOrRaise(CreateSubAllocator(sub_allocator, params));
-    base_ = static_cast<const char*>(upstream->BaseAddress());
-    BfcAllocator::Options options;
-    options.allow_growth = allow_growth;
-    options.garbage_collection = garbage_collection;
+    BfcAllocator::Options bfc_options;
     // One Python thread: waiting for another thread's free would only hang.
-    options.allow_retry_on_failure = false;
-    options.log_failures = false;
-    allocator_ = std::make_unique<BfcAllocator>(std::move(upstream),
-                                                memory_limit, options);
+    bfc_options.allow_retry_on_failure = false;
+    bfc_options.log_failures = false;
+    built_ = ValueOrRaise(CreateAllocator(spec, bfc_options));
+    allocator_ = built_.bfc;
+    base_ = static_cast<const char*>(allocator_->upstream().BaseAddress());
   }
 
-  uint64_t Alloc(int64_t bytes, int64_t alignment) {
+  uint64_t Alloc(int64_t bytes, int64_t alignment, int32_t stream) {
     if (bytes <= 0 || alignment <= 0 || (alignment & (alignment - 1)) != 0) {
       Raise(absl::StatusCode::kInvalidArgument,
             absl::StrCat("alloc(", bytes, ", alignment=", alignment,
                          "): bytes must be > 0 and alignment a power of two"));
     }
     void* block = allocator_->Allocate(static_cast<size_t>(bytes),
-                                       static_cast<size_t>(alignment));
+                                       static_cast<size_t>(alignment), stream);
     if (block == nullptr) {
       Raise(absl::StatusCode::kResourceExhausted,
             allocator_->LastFailureReport());
@@ -79,6 +76,7 @@ class PyBfcAllocator {
   py::object Dump() const {
     return ToPython(allocator_->RecordMemoryDump().ToJson());
   }
+  std::string Policy() const { return allocator_->PolicyDescription(); }
   std::string DumpText() const {
     return allocator_->RecordMemoryDump().ToText();
   }
@@ -91,21 +89,19 @@ class PyBfcAllocator {
                : reinterpret_cast<uintptr_t>(block);
   }
 
+  BuiltAllocator built_;
+  BfcAllocator* allocator_ = nullptr;  // built_.bfc
   const char* base_ = nullptr;
-  std::unique_ptr<BfcAllocator> allocator_;
 };
 
 }  // namespace
 
 void AddAllocBindings(py::module_& module) {
   py::class_<PyBfcAllocator>(module, "BfcAllocator")
-      .def(py::init<uint64_t, bool, bool, const std::string&,
-                    std::optional<uint64_t>>(),
-           py::arg("memory_limit"), py::arg("allow_growth"),
-           py::arg("garbage_collection"), py::arg("sub_allocator"),
-           py::arg("capacity"))
+      .def(py::init<const py::dict&>(), py::arg("options"))
       .def("alloc", &PyBfcAllocator::Alloc, py::arg("bytes"),
-           py::arg("alignment"))
+           py::arg("alignment"), py::arg("stream"))
+      .def("policy", &PyBfcAllocator::Policy)
       .def("free", &PyBfcAllocator::Free, py::arg("block"))
       .def("allocated_size", &PyBfcAllocator::Size, py::arg("block"))
       .def("stats", &PyBfcAllocator::Stats)

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "pybind11/pybind11.h"
+#include "tensormem/alloc/allocator_spec.h"
 #include "tensormem/plan/buffer_set.h"
 
 namespace tensormem::python {
@@ -42,6 +43,11 @@ BufferSet MakeBufferSet(const std::vector<int64_t>& sizes,
 
 // The JSON value as Python dicts, lists, ints, floats, strings and None.
 pybind11::object ToPython(const nlohmann::json& value);
+
+// An allocator specification from keyword arguments: the specification's keys
+// (allocator_spec.h; garbage_collection is accepted for gc), values as bools,
+// byte counts or text. None leaves a key at its default.
+AllocatorSpec SpecFromDict(const pybind11::dict& options);
 
 void AddPlanBindings(pybind11::module_& module);
 void AddTraceBindings(pybind11::module_& module);

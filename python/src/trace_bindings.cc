@@ -115,9 +115,9 @@ uint64_t ByteSize(const py::handle& value, const std::string& key) {
   return static_cast<uint64_t>(bytes);
 }
 
-// The allocator of a replay from the keyword arguments of tensormem.replay:
-// the allocator specification's keys (garbage_collection is accepted for gc).
-AllocatorSpec ConfigFromDict(const py::dict& options) {
+}  // namespace
+
+AllocatorSpec SpecFromDict(const py::dict& options) {
   AllocatorSpec config;
   for (const auto& [key_handle, value] : options) {
     std::string key = key_handle.cast<std::string>();
@@ -136,8 +136,10 @@ AllocatorSpec ConfigFromDict(const py::dict& options) {
   return config;
 }
 
+namespace {
+
 py::dict ReplayTrace(const Trace& trace, const py::dict& options, bool timing) {
-  const AllocatorSpec config = ConfigFromDict(options);
+  const AllocatorSpec config = SpecFromDict(options);
   const PreparedTrace prepared = ValueOrRaise(PreparedTrace::Prepare(trace));
   ReplayTarget target = ValueOrRaise(CreateReplayTarget(config));
   absl::StatusOr<ReplayResult> replayed;
@@ -158,7 +160,7 @@ py::dict ReplayTrace(const Trace& trace, const py::dict& options, bool timing) {
 
 py::dict WriteReplayReport(const Trace& trace, const std::string& path,
                            const std::string& title, const py::dict& options) {
-  const AllocatorSpec config = ConfigFromDict(options);
+  const AllocatorSpec config = SpecFromDict(options);
   const PreparedTrace prepared = ValueOrRaise(PreparedTrace::Prepare(trace));
   ReplayTarget target = ValueOrRaise(CreateReplayTarget(config));
   const ReplayResult result =

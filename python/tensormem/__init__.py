@@ -234,12 +234,17 @@ def parse_bytes(value: ByteSize) -> int:
 
 
 class BfcAllocator:
-    """The BFC allocator (TensorFlow's placement decisions), for experiments.
+    """A BFC allocator, for experiments: TensorFlow's placement decisions by default.
 
     Memory comes from the ``sub_allocator``: "simulated" (address space only,
-    nothing is touched; blocks are named by their offset from its start) or
-    "host" (real memory; blocks are named by their address). With
-    ``allow_growth`` the pool grows region by region up to ``memory_limit``::
+    nothing is touched; blocks are named by their offset from its start),
+    "vmm" (reserved address space) or "host" (real memory; blocks are named by
+    their address). With ``allow_growth`` the pool grows region by region up
+    to ``memory_limit``. ``policy`` picks the allocation policy ("tf",
+    "tight", "pytorch"; see ``tensormem replay --help``) and ``config`` its
+    configuration in PYTORCH_CUDA_ALLOC_CONF syntax; further keyword
+    arguments are the allocator specification's other keys (coalescing,
+    granule, fragmentation_fraction, ...)::
 
         bfc = tensormem.BfcAllocator(memory_limit="1GiB")
         a = bfc.alloc(4096)
@@ -247,9 +252,14 @@ class BfcAllocator:
         bfc.free(a)
         print(bfc.stats()["bytes_in_use"], bfc.dump()["regions"])
 
+        torch_like = tensormem.BfcAllocator(
+            "8GiB", policy="pytorch", config="expandable_segments:True")
+        x = torch_like.alloc(1000, stream=1)  # never reused by another stream
+
     ``alloc`` raises MemoryError (with the allocator's explanation) when the
     request does not fit; ``free`` raises ValueError for a block that is not
-    allocated.
+    allocated; the constructor raises ValueError for an unknown option or a
+    bad value, naming it.
     """
 
     def __init__(
@@ -260,18 +270,38 @@ class BfcAllocator:
         garbage_collection: bool = False,
         sub_allocator: str = "simulated",
         capacity: Optional[ByteSize] = None,
+        policy: str = "tf",
+        config: str = "",
+        **options: Any,
     ) -> None:
+        limit = parse_bytes(memory_limit)
+        if limit <= 0:
+            raise ValueError("memory_limit must be > 0")
         self._native = _tensormem.BfcAllocator(
-            parse_bytes(memory_limit),
-            allow_growth,
-            garbage_collection,
-            sub_allocator,
-            None if capacity is None else parse_bytes(capacity),
+            dict(
+                options,
+                memory_limit=limit,
+                growth=allow_growth,
+                gc=garbage_collection,
+                sub_allocator=sub_allocator,
+                capacity=limit if capacity is None else parse_bytes(capacity),
+                policy=policy,
+                config=config or None,
+            )
         )
 
-    def alloc(self, size: int, alignment: int = 256) -> int:
-        """Allocates ``size`` bytes aligned to ``alignment``; returns the block."""
-        return self._native.alloc(size, alignment)
+    @property
+    def policy(self) -> str:
+        """The policy's name and the options that differ from its defaults."""
+        return self._native.policy()
+
+    def alloc(self, size: int, alignment: int = 256, stream: int = 0) -> int:
+        """Allocates ``size`` bytes aligned to ``alignment`` for use on ``stream``; returns the block.
+
+        Policies that keep streams apart (``pytorch``) serve a stream only from
+        its own memory; the others ignore ``stream``.
+        """
+        return self._native.alloc(size, alignment, stream)
 
     def free(self, block: int) -> None:
         """Returns a block from :meth:`alloc`."""

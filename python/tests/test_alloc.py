@@ -79,3 +79,38 @@ def test_host_memory_blocks_are_addresses():
 def test_parse_bytes():
     assert tensormem.parse_bytes("2GiB") == 2 << 30
     assert tensormem.parse_bytes(4096) == 4096
+
+
+def test_policies_and_streams_through_the_allocator_specification():
+    bfc = tensormem.BfcAllocator("1GiB", policy="pytorch")
+    assert bfc.policy == "pytorch"
+    first = bfc.alloc(1000, stream=1)
+    assert bfc.allocated_size(first) == 1024  # PyTorch rounds to 512 bytes
+    bfc.free(first)
+    # A block freed on stream 1 is never reused by stream 2.
+    other = bfc.alloc(1000, stream=2)
+    assert other != first
+    assert bfc.alloc(1000, stream=1) == first
+    assert bfc.stats()["pool_bytes"] == 4 << 20  # one 2 MiB segment per stream
+
+    tf = tensormem.BfcAllocator("64MiB")
+    assert tf.policy == "tf"
+    block = tf.alloc(1000, stream=1)
+    tf.free(block)
+    assert tf.alloc(1000, stream=2) == block
+
+    expandable = tensormem.BfcAllocator(
+        "1GiB", policy="pytorch", config="expandable_segments:True", coalescing=True
+    )
+    assert "expandable_segments:True" in expandable.policy
+
+
+def test_bad_allocator_options_name_the_key():
+    with pytest.raises(ValueError, match="nosuch"):
+        tensormem.BfcAllocator("1GiB", policy="nosuch")
+    with pytest.raises(ValueError, match="max_split_size_mb"):
+        tensormem.BfcAllocator("1GiB", policy="pytorch", config="max_split_size_mb:-3")
+    with pytest.raises(ValueError, match="colour"):
+        tensormem.BfcAllocator("1GiB", colour="blue")
+    with pytest.raises(ValueError, match="memory_limit"):
+        tensormem.BfcAllocator(0)

@@ -16,20 +16,38 @@ BfcCore::BfcCore(SubAllocator* upstream, const Config& config,
       policy_(std::move(policy)),
       coalesce_regions_(upstream->SupportsCoalescing() &&
                         policy_->MergesRegions()),
+      separates_streams_(policy_->SeparatesStreams()),
+      pools_per_stream_(policy_->NumPools()),
       inline_(policy_->Inline()),
       indexes_(std::move(indexes)) {
   stats_.bytes_limit = config.memory_limit;
+  if (separates_streams_) streams_.push_back(0);
+}
+
+int BfcCore::PoolOf(int32_t stream, uint64_t rounded) {
+  const int pool = policy_->PoolFor(rounded);
+  if (!separates_streams_) return pool;
+  // Streams are few (a handful per device): a linear search is cheapest.
+  const auto known = std::find(streams_.begin(), streams_.end(), stream);
+  const int slot = static_cast<int>(known - streams_.begin());
+  if (known == streams_.end()) {
+    streams_.push_back(stream);
+    for (int i = 0; i < pools_per_stream_; ++i)
+      indexes_.push_back(MakeFastFreeIndex());
+  }
+  return slot * pools_per_stream_ + pool;
 }
 
 void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
-                        uint64_t freed_before) {
+                        uint64_t freed_before, int32_t stream) {
   const std::optional<uint64_t> rounded_or = RoundedSize(bytes);
   if (!rounded_or || *rounded_or > config_.memory_limit) {
     RecordFailure(bytes, rounded_or.value_or(0), alignment, freed_before);
     return nullptr;
   }
   const uint64_t rounded = *rounded_or;
-  const int pool = inline_ ? 0 : policy_->PoolFor(rounded);
+  // Inline policies have one pool and share it across streams.
+  const int pool = inline_ ? 0 : PoolOf(stream, rounded);
   if (!timestamped_chunks_.empty()) MergeTimestampedChunks(0);
   if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before, pool))
     return ptr;

@@ -40,7 +40,8 @@ class BfcCore {
     bool garbage_collection = false;
   };
   // `upstream` must outlive the core; `indexes` holds one free index per pool
-  // of the policy.
+  // of the policy (a policy that separates streams gets fast indexes for the
+  // pools of every further stream as they appear).
   BfcCore(SubAllocator* upstream, const Config& config,
           std::unique_ptr<AllocationPolicy> policy,
           std::vector<std::unique_ptr<BfcFreeIndex>> indexes);
@@ -49,9 +50,11 @@ class BfcCore {
   BfcCore& operator=(const BfcCore&) = delete;
 
   // A block of `bytes` (> 0) aligned to `alignment` (a power of two >= 256),
-  // reusing only chunks freed before `freed_before` (0: any safe chunk). On
-  // failure returns nullptr and records why (last_failure_report()).
-  void* Allocate(uint64_t bytes, uint64_t alignment, uint64_t freed_before);
+  // reusing only chunks freed before `freed_before` (0: any safe chunk), for
+  // use on `stream`. On failure returns nullptr and records why
+  // (last_failure_report()).
+  void* Allocate(uint64_t bytes, uint64_t alignment, uint64_t freed_before,
+                 int32_t stream);
   // Frees an in-use block. A bad pointer is reported and changes nothing.
   absl::Status Free(void* ptr);
   // Records a request refused before it reached the core (e.g. bad alignment).
@@ -86,12 +89,19 @@ class BfcCore {
 
  private:
   bool ShouldSplit(uint64_t chunk_size, uint64_t rounded, int pool) const {
-    if (!inline_) return policy_->ShouldSplit(chunk_size, rounded, pool);
+    if (!inline_)
+      return policy_->ShouldSplit(chunk_size, rounded, PolicyPool(pool));
     return (inline_->split_at_double && chunk_size >= 2 * rounded) ||
            chunk_size - rounded >= inline_->split_tail_bytes;
   }
 
   // bfc_core.cc
+  // The engine's pool for a request: the policy's pool, offset by the
+  // stream's set of pools when the policy keeps streams apart.
+  int PoolOf(int32_t stream, uint64_t rounded);
+  int PolicyPool(int pool) const {
+    return separates_streams_ ? pool % pools_per_stream_ : pool;
+  }
   void* FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                   uint64_t freed_before, int pool);
   void* MarkInUse(ChunkHandle handle, uint64_t bytes);
@@ -143,6 +153,11 @@ class BfcCore {
   const Config config_;
   const std::unique_ptr<AllocationPolicy> policy_;
   const bool coalesce_regions_;
+  const bool separates_streams_;
+  const int pools_per_stream_;
+  // Engine pool p belongs to stream streams_[p / pools_per_stream_] (only
+  // when the policy separates streams).
+  std::vector<int32_t> streams_;
   // The policy's per-request decisions, made here without virtual calls.
   const std::optional<AllocationPolicy::InlineDecisions> inline_;
   std::vector<std::unique_ptr<BfcFreeIndex>> indexes_;  // one per pool

@@ -26,7 +26,7 @@ bool BfcCore::Extend(uint64_t alignment, uint64_t rounded, int pool,
   GrowthRequest request;
   request.rounded = rounded;
   request.alignment = alignment;
-  request.pool = pool;
+  request.pool = PolicyPool(pool);
   request.headroom = RoundDown(headroom, bfc::kMinAllocationSize);
   // Padding for a larger alignment could eat the tail: count on it only for
   // plain requests.

@@ -2,13 +2,14 @@
 
 namespace tensormem {
 
-void* LimitingAllocator::DoAllocate(size_t bytes, size_t alignment) {
+void* LimitingAllocator::DoAllocate(size_t bytes, size_t alignment,
+                                   int32_t stream) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (bytes > limit_bytes_ - committed_bytes_) return nullptr;
     committed_bytes_ += bytes;  // reserved while the wrapped allocator works
   }
-  void* ptr = wrapped_.Allocate(bytes, alignment);
+  void* ptr = wrapped_.Allocate(bytes, alignment, stream);
   if (ptr == nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     committed_bytes_ -= bytes;

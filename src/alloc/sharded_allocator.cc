@@ -52,11 +52,12 @@ std::string ShardedAllocator::Name() const {
   return absl::StrCat(shards_.front()->Name(), " x", shards_.size());
 }
 
-void* ShardedAllocator::DoAllocate(size_t bytes, size_t alignment) {
+void* ShardedAllocator::DoAllocate(size_t bytes, size_t alignment,
+                                  int32_t stream) {
   const size_t first = ThreadNumber() % shards_.size();
   for (size_t i = 0; i < shards_.size(); ++i) {
     BfcAllocator& shard = *shards_[(first + i) % shards_.size()];
-    if (void* ptr = shard.Allocate(bytes, alignment)) return ptr;
+    if (void* ptr = shard.Allocate(bytes, alignment, stream)) return ptr;
   }
   return nullptr;
 }

@@ -10,9 +10,10 @@ std::shared_ptr<TrackingAllocator> TrackingAllocator::Create(
   return std::shared_ptr<TrackingAllocator>(new TrackingAllocator(wrapped));
 }
 
-void* TrackingAllocator::DoAllocate(size_t bytes, size_t alignment) {
+void* TrackingAllocator::DoAllocate(size_t bytes, size_t alignment,
+                                   int32_t stream) {
   if (closed()) return nullptr;
-  void* ptr = wrapped_.Allocate(bytes, alignment);
+  void* ptr = wrapped_.Allocate(bytes, alignment, stream);
   if (ptr == nullptr) return nullptr;
   const size_t charged = wrapped_.AllocatedSize(ptr).value_or(bytes);
   {

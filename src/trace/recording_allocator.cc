@@ -29,11 +29,12 @@ int32_t TraceRecordingAllocator::StreamOfThisThread() {
   return it->second;
 }
 
-void* TraceRecordingAllocator::DoAllocate(size_t bytes, size_t alignment) {
+void* TraceRecordingAllocator::DoAllocate(size_t bytes, size_t alignment,
+                                   int32_t stream) {
   // The wrapped allocator runs outside the lock so that recording does not
   // serialize a concurrent allocator; the event is written once the block
   // exists, so no free of it can be written before its allocation.
-  void* ptr = wrapped_.Allocate(bytes, alignment);
+  void* ptr = wrapped_.Allocate(bytes, alignment, stream);
   TraceEvent event = TraceEvent::Alloc(0, bytes);
   // An invalid alignment (the wrapped allocator refuses it) is left out, so
   // the trace stays readable; the request is still recorded as failed.

@@ -97,7 +97,7 @@ absl::StatusOr<ReplayResult> Replay(const PreparedTrace& trace,
             {id, static_cast<int64_t>(e), step.bytes, {}, {}});
       }
     } else if (step.op == PreparedTrace::Op::kAlloc) {
-      void* block = allocator.Allocate(step.bytes, AlignmentOf(step));
+      void* block = allocator.Allocate(step.bytes, AlignmentOf(step), step.stream);
       AllocationRecord record{id, static_cast<int64_t>(e), step.bytes, {}, {}};
       if (block == nullptr && step.bytes == 0) {
         ++metrics.allocs;  // nothing to hand out is not a failure
@@ -214,7 +214,7 @@ void TimeReplay(const PreparedTrace& trace, ReplayTarget& target,
   const auto start = std::chrono::steady_clock::now();
   for (const PreparedTrace::Step& step : steps) {
     if (step.op == PreparedTrace::Op::kAlloc) {
-      blocks[step.slot] = allocator.Allocate(step.bytes, AlignmentOf(step));
+      blocks[step.slot] = allocator.Allocate(step.bytes, AlignmentOf(step), step.stream);
       ++operations;
     } else if (step.op == PreparedTrace::Op::kFree) {
       allocator.Deallocate(blocks[step.slot]);  // nullptr (failed block): no-op
@@ -234,7 +234,7 @@ bool ReplaysWithoutFailure(const PreparedTrace& trace, ReplayTarget& target) {
   bool ok = true;
   for (const PreparedTrace::Step& step : trace.steps()) {
     if (step.op == PreparedTrace::Op::kAlloc) {
-      blocks[step.slot] = allocator.Allocate(step.bytes, AlignmentOf(step));
+      blocks[step.slot] = allocator.Allocate(step.bytes, AlignmentOf(step), step.stream);
       if (blocks[step.slot] == nullptr && step.bytes != 0) {
         ok = false;
         break;

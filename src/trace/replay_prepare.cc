@@ -19,7 +19,7 @@ absl::StatusOr<PreparedTrace> PreparedTrace::Prepare(const Trace& trace) {
   uint64_t live_bytes = 0;
   for (size_t index = 0; index < trace.events.size(); ++index) {
     const TraceEvent& event = trace.events[index];
-    Step step{Op::kAlloc, 0, event.alignment, event.bytes};
+    Step step{Op::kAlloc, 0, event.alignment, event.stream, event.bytes};
     if (event.alignment != 0 && !IsPowerOfTwo(event.alignment)) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "event %d: alignment %d of id %d is not a power of two", index,

@@ -45,7 +45,8 @@ class FakeAllocator final : public Allocator {
   }
 
  private:
-  void* DoAllocate(size_t bytes, size_t /*alignment*/) override {
+  void* DoAllocate(size_t bytes, size_t /*alignment*/,
+                   int32_t /*stream*/) override {
     if (bytes == 0 || bytes > kGiBForTests) return nullptr;
     void* ptr = std::malloc(bytes);
     std::lock_guard<std::mutex> lock(mutex_);

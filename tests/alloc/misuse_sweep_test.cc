@@ -45,7 +45,8 @@ class Owning final : public Allocator {
   }
 
  private:
-  void* DoAllocate(size_t bytes, size_t alignment) override {
+  void* DoAllocate(size_t bytes, size_t alignment,
+                   int32_t /*stream*/) override {
     return adaptor_.Allocate(bytes, alignment);
   }
   absl::Status DoDeallocate(void* ptr) override {

@@ -32,7 +32,8 @@ class FakeAllocator : public Allocator {
   std::string Name() const override { return "fake"; }
 
  private:
-  void* DoAllocate(size_t bytes, size_t alignment) override {
+  void* DoAllocate(size_t bytes, size_t alignment,
+                   int32_t /*stream*/) override {
     if (bytes == 0 || bytes > limit_ || !IsPowerOfTwo(alignment))
       return nullptr;
     void* ptr = std::aligned_alloc(

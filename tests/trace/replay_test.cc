@@ -34,7 +34,8 @@ class RoundingAllocator : public Allocator {
   }
 
  private:
-  void* DoAllocate(size_t bytes, size_t /*alignment*/) override {
+  void* DoAllocate(size_t bytes, size_t /*alignment*/,
+                   int32_t /*stream*/) override {
     const uint64_t rounded = (bytes + 255) / 256 * 256;
     if (bytes == 0 || in_use_ + rounded > limit_) return nullptr;
     void* block = std::malloc(rounded);

@@ -65,6 +65,10 @@ class AllocationPolicy {
   // Pools partition regions: a request is served only by chunks of its pool.
   virtual int NumPools() const { return 1; }
   virtual int PoolFor(uint64_t /*rounded*/) const { return 0; }
+  // Whether memory is never shared across streams: each stream the engine
+  // sees gets its own set of NumPools() pools (and regions). The pool numbers
+  // the hooks below receive are always the policy's own, 0..NumPools()-1.
+  virtual bool SeparatesStreams() const { return false; }
 
   // Whether the best fit (the smallest free chunk >= `rounded` in the pool)
   // may serve the request. false means no chunk of the pool may, so a new

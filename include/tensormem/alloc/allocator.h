@@ -43,9 +43,12 @@ class Allocator {
 
   // Returns a block of at least `bytes` bytes aligned to `alignment` (a power
   // of two), or nullptr when `bytes` is 0, the request cannot be served, or the
-  // alignment is invalid.
-  void* Allocate(size_t bytes, size_t alignment = kDefaultAlignment) {
-    return DoAllocate(bytes, alignment);
+  // alignment is invalid. `stream` names the (CUDA) stream the block is used
+  // on: allocators whose policy keeps streams apart serve it only from memory
+  // of that stream; the others ignore it.
+  void* Allocate(size_t bytes, size_t alignment = kDefaultAlignment,
+                 int32_t stream = 0) {
+    return DoAllocate(bytes, alignment, stream);
   }
 
   // Frees a block from Allocate. nullptr is a no-op. Misuse goes to the
@@ -79,7 +82,7 @@ class Allocator {
       std::function<void(const absl::Status&)> callback = nullptr);
 
  private:
-  virtual void* DoAllocate(size_t bytes, size_t alignment) = 0;
+  virtual void* DoAllocate(size_t bytes, size_t alignment, int32_t stream) = 0;
   virtual absl::Status DoDeallocate(void* ptr) = 0;
 
   MisusePolicy misuse_policy_ = MisusePolicy::kLogAndAbort;

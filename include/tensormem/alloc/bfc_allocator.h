@@ -58,6 +58,9 @@ struct AllocationAttributes {
   // caller's work is ordered after; only chunks freed before it are reused.
   // Not owned; nullptr means any safe chunk.
   const std::function<uint64_t()>* freed_by_func = nullptr;
+  // The stream the block is used on; policies that keep streams apart
+  // (AllocationPolicy::SeparatesStreams) serve it from that stream's pools.
+  int32_t stream = 0;
 };
 
 // Construction options of BfcAllocator (also reachable as
@@ -147,7 +150,7 @@ class BfcAllocator final : public Allocator {
   std::string PolicyDescription() const;
 
  private:
-  void* DoAllocate(size_t bytes, size_t alignment) override;
+  void* DoAllocate(size_t bytes, size_t alignment, int32_t stream) override;
   absl::Status DoDeallocate(void* ptr) override;
   void* AttemptAllocation(size_t alignment, size_t bytes,
                           const AllocationAttributes& attributes,

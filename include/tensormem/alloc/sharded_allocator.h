@@ -57,7 +57,7 @@ class ShardedAllocator final : public Allocator {
 
  private:
   explicit ShardedAllocator(std::vector<std::unique_ptr<BfcAllocator>> shards);
-  void* DoAllocate(size_t bytes, size_t alignment) override;
+  void* DoAllocate(size_t bytes, size_t alignment, int32_t stream) override;
   absl::Status DoDeallocate(void* ptr) override;
   // The shard whose range holds `ptr` (for a pointer in none, the nearest one
   // below it, or the first: it reports the pointer as never handed out).

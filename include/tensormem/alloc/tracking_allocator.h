@@ -74,7 +74,7 @@ class TrackingAllocator final
  private:
   explicit TrackingAllocator(Allocator& wrapped) : wrapped_(wrapped) {}
 
-  void* DoAllocate(size_t bytes, size_t alignment) override
+  void* DoAllocate(size_t bytes, size_t alignment, int32_t stream) override
       ABSL_LOCKS_EXCLUDED(mutex_);
   // Misuse (a pointer the tracker did not hand out) changes nothing.
   absl::Status DoDeallocate(void* ptr) override ABSL_LOCKS_EXCLUDED(mutex_);

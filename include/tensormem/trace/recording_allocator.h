@@ -52,7 +52,7 @@ class TraceRecordingAllocator : public Allocator {
   uint64_t events_recorded() const ABSL_LOCKS_EXCLUDED(mutex_);
 
  private:
-  void* DoAllocate(size_t bytes, size_t alignment) override;
+  void* DoAllocate(size_t bytes, size_t alignment, int32_t stream) override;
   absl::Status DoDeallocate(void* ptr) override;
 
   int64_t NanosSinceStart() const;

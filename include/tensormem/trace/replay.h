@@ -57,6 +57,7 @@ class PreparedTrace {
     Op op;
     uint32_t slot;
     uint32_t alignment;  // 0: the allocator's default
+    int32_t stream;      // the event's stream= (kept in what was padding)
     uint64_t bytes;
   };
 

@@ -99,6 +99,9 @@ class PytorchPolicy final : public AllocationPolicy {
     return bytes <= request.headroom ? bytes : 0;
   }
 
+  // A block freed on one stream is reused only by that stream (PyTorch keys
+  // its free blocks by stream before size).
+  bool SeparatesStreams() const override { return true; }
   bool MergesRegions() const override { return config_.expandable_segments; }
   bool ReleasesFreeRegionsBeforeFailing() const override { return true; }
   uint64_t ReleaseThresholdBytes() const override { return release_threshold_; }
