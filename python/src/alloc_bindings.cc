@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "bindings.h"
 #include "pybind11/stl.h"
-#include "tensormem/alloc/bfc_allocator.h"
 #include "tensormem/alloc/allocator_spec.h"
+#include "tensormem/alloc/bfc_allocator.h"
 #include "tensormem/trace/replay.h"
 
 namespace tensormem::python {
