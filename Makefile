@@ -63,7 +63,7 @@ reliability-report:
 	@python3 tools/reliability-report --update docs/reliability.md
 
 format:
-	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+	@git ls-files '*.h' '*.cc' | xargs clang-format-14 -i
 
 clean:
 	@rm -rf build out python/build python/*.egg-info

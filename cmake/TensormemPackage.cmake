@@ -34,6 +34,17 @@ foreach(plugin tensormem_torch tensormem_cuda_torch)
   endif()
 endforeach()
 
+# The ONNX front end, when built, is tensormem::model: outside the umbrella target,
+# so programs that do not read models need not find ONNX and protobuf.
+set(TENSORMEM_PACKAGE_WITH_MODEL OFF)
+if(TARGET tensormem_model)
+  set(TENSORMEM_PACKAGE_WITH_MODEL ON)
+  install(TARGETS tensormem_model
+          EXPORT tensormemTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
+
 set(package_dir ${CMAKE_INSTALL_LIBDIR}/cmake/tensormem)
 install(EXPORT tensormemTargets NAMESPACE tensormem:: DESTINATION ${package_dir})
 configure_package_config_file(cmake/tensormemConfig.cmake.in

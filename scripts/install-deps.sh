@@ -13,6 +13,8 @@ packages=(
   chromium
   # The fuzz targets (make fuzz): clang with libFuzzer and the sanitizer runtimes.
   clang-14 libclang-rt-14-dev
+  # The style gate (scripts/check-style.sh).
+  clang-format-14 clang-tidy-14
 )
 
 missing=()

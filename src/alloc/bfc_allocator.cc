@@ -83,8 +83,7 @@ BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> upstream,
 
 BfcAllocator::~BfcAllocator() = default;
 
-void* BfcAllocator::DoAllocate(size_t bytes, size_t alignment,
-                               int32_t stream) {
+void* BfcAllocator::DoAllocate(size_t bytes, size_t alignment, int32_t stream) {
   AllocationAttributes attributes;
   attributes.stream = stream;
   return AllocateRaw(alignment, bytes, attributes);
@@ -130,7 +129,8 @@ void* BfcAllocator::AttemptAllocation(size_t alignment, size_t bytes,
   const uint64_t freed_before =
       attributes.freed_by_func != nullptr ? (*attributes.freed_by_func)() : 0;
   std::lock_guard lock(mutex_);
-  void* ptr = core_->Allocate(bytes, alignment, freed_before, attributes.stream);
+  void* ptr =
+      core_->Allocate(bytes, alignment, freed_before, attributes.stream);
   if (ptr == nullptr && log_failure)
     LogFailure(options_.name, core_->last_failure_report());
   return ptr;

@@ -116,9 +116,17 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
   if (!fit || (!inline_ && !policy_->MayServe(fit->size, rounded)))
     return nullptr;
   ChunkHandle handle = fit->handle;
+  const uint64_t padding = bfc::AlignmentPadding(fit->address, alignment);
+  if (padding == 0 && ShouldSplit(fit->size, rounded, pool)) {
+    // The tail takes the chunk's place in the index: one update, not two.
+    const ChunkHandle tail = SplitChunk(handle, rounded);
+    const BfcChunk& tail_chunk = map_.chunk(tail);
+    IndexOf(tail_chunk).Replace(*fit, tail_chunk.Key(tail));
+    QueueTimestamped(tail);
+    return MarkInUse(handle, bytes);
+  }
   RemoveFree(handle);
-  if (const uint64_t padding = bfc::AlignmentPadding(fit->address, alignment);
-      padding > 0) {
+  if (padding > 0) {
     // The unaligned prefix stays behind as a free chunk of its own.
     const ChunkHandle aligned = SplitChunk(handle, padding);
     InsertFree(handle);

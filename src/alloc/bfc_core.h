@@ -115,6 +115,7 @@ class BfcCore {
   // Merges free neighbours into `handle` (not indexed); returns the result.
   ChunkHandle TryToCoalesce(ChunkHandle handle, bool ignore_freed_at);
   void Merge(ChunkHandle first, ChunkHandle second);
+  BfcFreeIndex& IndexOf(const BfcChunk& chunk) { return *indexes_[chunk.pool]; }
   void InsertFree(ChunkHandle handle);
   void RemoveFree(ChunkHandle handle);
   void QueueTimestamped(ChunkHandle handle);

@@ -74,6 +74,22 @@ class Bin {
     return true;
   }
 
+  // Replace in place, moving the keys between the two positions; false (and
+  // no change) when the bin is a tree or holds no `old_key`.
+  bool Replace(const FreeChunkKey& old_key, const FreeChunkKey& new_key) {
+    if (in_tree_) return false;
+    const FreeChunkKey* begin = small_.data();
+    const FreeChunkKey* it =
+        std::lower_bound(begin, begin + small_size_, old_key);
+    if (it == begin + small_size_ || !(*it == old_key)) return false;
+    size_t i = it - begin;
+    for (; i > 0 && new_key < small_[i - 1]; --i) small_[i] = small_[i - 1];
+    for (; i + 1 < small_size_ && small_[i + 1] < new_key; ++i)
+      small_[i] = small_[i + 1];
+    small_[i] = new_key;
+    return true;
+  }
+
   bool Contains(const FreeChunkKey& key) const {
     if (in_tree_) return tree_.contains(key);
     return std::binary_search(small_.data(), small_.data() + small_size_, key);
@@ -130,6 +146,17 @@ class FastFreeIndex final : public BfcFreeIndex {
     if (bins_[bin].size() == 0) non_empty_bins_ &= ~(uint32_t{1} << bin);
     --size_;
     return true;
+  }
+
+  void Replace(const FreeChunkKey& old_key,
+               const FreeChunkKey& new_key) override {
+    const int bin = bfc::BinNumForSize(old_key.size);
+    if (bin == bfc::BinNumForSize(new_key.size) &&
+        bins_[bin].Replace(old_key, new_key)) {
+      return;
+    }
+    Erase(old_key);
+    Insert(new_key);
   }
 
   bool Contains(const FreeChunkKey& key) const override {

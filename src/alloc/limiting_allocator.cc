@@ -3,7 +3,7 @@
 namespace tensormem {
 
 void* LimitingAllocator::DoAllocate(size_t bytes, size_t alignment,
-                                   int32_t stream) {
+                                    int32_t stream) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (bytes > limit_bytes_ - committed_bytes_) return nullptr;

@@ -53,7 +53,7 @@ std::string ShardedAllocator::Name() const {
 }
 
 void* ShardedAllocator::DoAllocate(size_t bytes, size_t alignment,
-                                  int32_t stream) {
+                                   int32_t stream) {
   const size_t first = ThreadNumber() % shards_.size();
   for (size_t i = 0; i < shards_.size(); ++i) {
     BfcAllocator& shard = *shards_[(first + i) % shards_.size()];

@@ -11,7 +11,7 @@
 namespace tensormem {
 
 void* SystemAllocator::DoAllocate(size_t bytes, size_t alignment,
-                                 int32_t /*stream*/) {
+                                  int32_t /*stream*/) {
   if (bytes == 0 || !IsPowerOfTwo(alignment)) return nullptr;
   // No object may be larger than PTRDIFF_MAX; refusing here also keeps
   // sanitizer runtimes from aborting on an absurd size.

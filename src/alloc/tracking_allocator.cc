@@ -11,7 +11,7 @@ std::shared_ptr<TrackingAllocator> TrackingAllocator::Create(
 }
 
 void* TrackingAllocator::DoAllocate(size_t bytes, size_t alignment,
-                                   int32_t stream) {
+                                    int32_t stream) {
   if (closed()) return nullptr;
   void* ptr = wrapped_.Allocate(bytes, alignment, stream);
   if (ptr == nullptr) return nullptr;

@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/replay_flags.h"
 #include "nlohmann/json.hpp"
+#include "tensormem/alloc/policy_registry.h"
 #include "tensormem/core/units.h"
 #include "tensormem/plan/strategy_registry.h"
 #include "tensormem/plan/usage_record.h"
@@ -265,6 +266,15 @@ void Run(const BenchFlags& flags) {
   std::printf("report: %s\n", report.c_str());
 }
 
+// The registry's policy names, for --help.
+std::string PolicyNames() {
+  std::string names;
+  for (const PolicyInfo& policy : Policies()) {
+    names += (names.empty() ? "" : ", ") + std::string(policy.name);
+  }
+  return names;
+}
+
 }  // namespace
 
 void AddBenchCommand(CLI::App& app) {
@@ -296,7 +306,8 @@ void AddBenchCommand(CLI::App& app) {
       "instead: a table of allocation policies over the corpus's traces "
       "(min limit / peak live, pool / peak live with growth, ns/op); 'all', "
       "or names with an optional [config], e.g. "
-      "tf,pytorch[expandable_segments:True]");
+      "tf,pytorch[expandable_segments:True]; policies: " +
+          PolicyNames());
   command->add_flag("--json", flags->json, "print one JSON object");
   command->callback([flags] {
     for (const std::string& name : flags->strategies) {

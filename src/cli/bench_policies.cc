@@ -40,53 +40,71 @@ Cell Measure(const PreparedTrace& trace, const AllocatorSpec& spec,
   return cell;
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<PolicyChoice>> ParsePolicyChoices(
+// "a,b[x:1,y:2],c" split at the commas outside brackets; "all": every
+// registered policy, and PyTorch's with expandable segments.
+absl::StatusOr<std::vector<std::string>> SplitPolicyItems(
     const std::string& text) {
   std::vector<std::string> items;
   if (text == "all") {
     for (const PolicyInfo& policy : Policies()) items.emplace_back(policy.name);
     items.emplace_back("pytorch[expandable_segments:True]");
-  } else {
-    int depth = 0;
-    std::string item;
-    for (const char c : text + ",") {
-      depth += c == '[' ? 1 : c == ']' ? -1 : 0;
-      if (c == ',' && depth == 0) {
-        if (!item.empty()) items.push_back(item);
-        item.clear();
-      } else {
-        item += c;
-      }
-    }
-    if (depth != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--policies: unbalanced brackets in '", text, "'"));
+    return items;
+  }
+  int depth = 0;
+  std::string item;
+  for (const char c : text + ",") {
+    if (c == '[') ++depth;
+    if (c == ']') --depth;
+    if (c != ',' || depth != 0) {
+      item += c;
+    } else if (!item.empty()) {
+      items.push_back(std::move(item));
+      item.clear();
     }
   }
+  if (depth != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--policies: unbalanced brackets in '", text, "'"));
+  }
+  return items;
+}
+
+// "name" or "name[config]", checked by building the allocator once.
+absl::StatusOr<PolicyChoice> ParsePolicyChoice(const std::string& item) {
+  PolicyChoice choice{item, AllocatorSpec{}};
+  const size_t open = item.find('[');
+  choice.spec.policy = item.substr(0, open);
+  if (open != std::string::npos) {
+    if (item.back() != ']') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--policies: '", item, "' lacks its closing ']'"));
+    }
+    choice.spec.config = item.substr(open + 1, item.size() - open - 2);
+  }
+  // Fails on unknown names and bad configurations before any replay.
+  absl::StatusOr<ReplayTarget> probe = CreateReplayTarget(choice.spec);
+  if (!probe.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--policies: ", item, ": ", probe.status().message()));
+  }
+  return choice;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<PolicyChoice>> ParsePolicyChoices(
+    const std::string& text) {
+  absl::StatusOr<std::vector<std::string>> items = SplitPolicyItems(text);
+  if (!items.ok()) return items.status();
   std::vector<PolicyChoice> choices;
-  for (const std::string& item : items) {
-    PolicyChoice choice{item, AllocatorSpec{}};
-    const size_t open = item.find('[');
-    choice.spec.policy = item.substr(0, open);
-    if (open != std::string::npos) {
-      if (item.back() != ']') {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--policies: '", item, "' lacks its closing ']'"));
-      }
-      choice.spec.config = item.substr(open + 1, item.size() - open - 2);
-    }
-    // Fails on unknown names and bad configurations before any replay.
-    absl::StatusOr<ReplayTarget> probe = CreateReplayTarget(choice.spec);
-    if (!probe.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--policies: ", item, ": ", probe.status().message()));
-    }
-    choices.push_back(std::move(choice));
+  for (const std::string& item : *items) {
+    absl::StatusOr<PolicyChoice> choice = ParsePolicyChoice(item);
+    if (!choice.ok()) return choice.status();
+    choices.push_back(*std::move(choice));
   }
-  if (choices.empty())
+  if (choices.empty()) {
     return absl::InvalidArgumentError("--policies: no policy given");
+  }
   return choices;
 }
 

@@ -1,7 +1,9 @@
 // `tensormem replay`: runs a trace through an allocator and reports the
 // metrics of docs/design.md §4 (docs/replay.md).
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_format.h"
@@ -32,7 +34,8 @@ StreamPoolsResult SimulateStreams(const std::string& path,
   absl::StatusOr<StreamPoolsResult> result = SimulateStreamPools(
       trace, [&config] { return CreateReplayTarget(config); });
   if (!result.ok()) {
-    Fail("replay", 1, path + ": " + std::string(result.status().message()));
+    Fail("replay", kBadInput,
+         path + ": " + std::string(result.status().message()));
   }
   return *std::move(result);
 }
@@ -92,71 +95,86 @@ void PrintTable(const ReplayMetrics& m, const std::string& allocator,
   }
 }
 
+// What one `replay` measured, for either output.
+struct ReplayOutcome {
+  ReplayResult result;
+  std::optional<MinimumLimit> min_limit;
+  std::optional<StreamPoolsResult> stream_pools;
+  std::string description;
+};
+
+void PrintJson(const ReplayFlags& flags, const ReplayOutcome& outcome,
+               const ReplayTarget& target) {
+  nlohmann::json json = ReplayMetricsToJson(outcome.result.metrics);
+  json["trace"] = flags.trace;
+  json["allocator_config"] = outcome.description;
+  if (outcome.min_limit) json.update(MinimumLimitToJson(*outcome.min_limit));
+  if (flags.offsets) json["offsets"] = OffsetsJson(outcome.result.allocations);
+  if (outcome.stream_pools) {
+    json["stream_pools"] = StreamPoolsToJson(*outcome.stream_pools);
+  }
+  if (flags.dump) json["dump"] = target.dump().ToJson();
+  std::printf("%s\n", json.dump(2).c_str());
+}
+
+void PrintOffsets(const std::vector<AllocationRecord>& records) {
+  std::printf("\n%8s %20s %14s %18s %14s\n", "event", "id", "bytes", "offset",
+              "allocated");
+  for (const AllocationRecord& record : records) {
+    std::printf(
+        "%8lld %20llu %14llu %18s %14s\n", static_cast<long long>(record.event),
+        static_cast<unsigned long long>(record.id),
+        static_cast<unsigned long long>(record.bytes),
+        record.offset ? std::to_string(*record.offset).c_str() : "failed",
+        record.allocated ? std::to_string(*record.allocated).c_str() : "-");
+  }
+}
+
+void PrintText(const ReplayFlags& flags, const ReplayOutcome& outcome,
+               const ReplayTarget& target) {
+  PrintTable(outcome.result.metrics, outcome.description, outcome.min_limit);
+  if (outcome.stream_pools) PrintStreamPools(*outcome.stream_pools);
+  if (flags.offsets) PrintOffsets(outcome.result.allocations);
+  if (flags.dump) std::printf("\n%s", target.dump().ToText().c_str());
+}
+
 void Run(const ReplayFlags& flags) {
   constexpr std::string_view kCommand = "replay";
   absl::StatusOr<AllocatorSpec> config = ToAllocatorSpec(flags.allocator);
-  if (!config.ok()) Fail(kCommand, 2, std::string(config.status().message()));
+  if (!config.ok()) Fail(kCommand, kBadFlags, config.status().message());
   const PreparedTrace trace = LoadTrace(kCommand, flags.trace, config->device);
 
   const ReplayMetrics timing = MeasureSpeed(kCommand, trace, *config);
 
   absl::StatusOr<ReplayTarget> target = CreateReplayTarget(*config);
-  if (!target.ok()) Fail(kCommand, 1, std::string(target.status().message()));
+  if (!target.ok()) Fail(kCommand, target.status());
   if (flags.dump && !target->dump) {
-    Fail(kCommand, 2,
+    Fail(kCommand, kBadFlags,
          "--dump: allocator '" + config->kind + "' keeps no memory map");
   }
   absl::StatusOr<ReplayResult> result =
       Replay(trace, *target,
              {.record_offsets = flags.offsets, .max_failure_reports = 0});
-  if (!result.ok())
-    Fail(kCommand, 1,
+  if (!result.ok()) {
+    Fail(kCommand, kBadInput,
          flags.trace + ": " + std::string(result.status().message()));
-  ReplayMetrics& metrics = result->metrics;
-  metrics.seconds = timing.seconds;
-  metrics.ns_per_op = timing.ns_per_op;
-
-  std::optional<MinimumLimit> min_limit;
+  }
+  ReplayOutcome outcome{*std::move(result), std::nullopt, std::nullopt,
+                        DescribeAllocator(*config)};
+  outcome.result.metrics.seconds = timing.seconds;
+  outcome.result.metrics.ns_per_op = timing.ns_per_op;
   if (flags.min_limit) {
     absl::StatusOr<MinimumLimit> found = MinimumLimitFor(trace, *config);
-    if (!found.ok()) Fail(kCommand, 1, std::string(found.status().message()));
-    min_limit = *found;
+    if (!found.ok()) Fail(kCommand, found.status());
+    outcome.min_limit = *found;
   }
-  std::optional<StreamPoolsResult> stream_pools;
-  if (flags.stream_pools) stream_pools = SimulateStreams(flags.trace, *config);
-  const std::string description = DescribeAllocator(*config);
+  if (flags.stream_pools) {
+    outcome.stream_pools = SimulateStreams(flags.trace, *config);
+  }
   if (flags.json) {
-    nlohmann::json json = ReplayMetricsToJson(metrics);
-    json["trace"] = flags.trace;
-    json["allocator_config"] = description;
-    if (min_limit) {
-      json.update(MinimumLimitToJson(*min_limit));
-    }
-    if (flags.offsets) json["offsets"] = OffsetsJson(result->allocations);
-    if (stream_pools) json["stream_pools"] = StreamPoolsToJson(*stream_pools);
-    if (flags.dump) {
-      json["dump"] = target->dump ? target->dump().ToJson() : nlohmann::json();
-    }
-    std::printf("%s\n", json.dump(2).c_str());
-    return;
-  }
-  PrintTable(metrics, description, min_limit);
-  if (stream_pools) PrintStreamPools(*stream_pools);
-  if (flags.offsets) {
-    std::printf("\n%8s %20s %14s %18s %14s\n", "event", "id", "bytes", "offset",
-                "allocated");
-    for (const AllocationRecord& record : result->allocations) {
-      std::printf(
-          "%8lld %20llu %14llu %18s %14s\n",
-          static_cast<long long>(record.event),
-          static_cast<unsigned long long>(record.id),
-          static_cast<unsigned long long>(record.bytes),
-          record.offset ? std::to_string(*record.offset).c_str() : "failed",
-          record.allocated ? std::to_string(*record.allocated).c_str() : "-");
-    }
-  }
-  if (flags.dump) {
-    std::printf("\n%s", target->dump().ToText().c_str());
+    PrintJson(flags, outcome, *target);
+  } else {
+    PrintText(flags, outcome, *target);
   }
 }
 

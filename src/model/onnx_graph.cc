@@ -285,6 +285,20 @@ class GraphBuilder {
            !is_output[in] && input.bytes == model_.tensors[out].bytes;
   }
 
+  // Output `t` of node `k` shares its input's buffer when the node runs in
+  // place, else gets a new buffer.
+  void AssignOutputBuffer(const ModelNode& node, int k, int t) {
+    int& buffer = model_.tensors[t].buffer;
+    buffer = node.in_place ? model_.tensors[node.inputs[0]].buffer
+                           : static_cast<int>(model_.buffers.size());
+    if (!node.in_place) {
+      ModelBuffer& added = model_.buffers.emplace_back();
+      added.bytes = model_.tensors[t].bytes;
+      added.first_node = added.last_node = k;
+    }
+    model_.buffers[buffer].tensors.push_back(t);
+  }
+
   void AssignBuffers() {
     const int n = static_cast<int>(model_.nodes.size());
     std::vector<int> readers(model_.tensors.size(), 0);
@@ -299,16 +313,7 @@ class GraphBuilder {
       node.in_place = FusesInPlace(node, k, readers, is_output);
       model_.fused_activations += node.in_place;
       for (int t : node.outputs) {
-        if (t < 0) continue;
-        int& buffer = model_.tensors[t].buffer;
-        buffer = node.in_place ? model_.tensors[node.inputs[0]].buffer
-                               : static_cast<int>(model_.buffers.size());
-        if (!node.in_place) {
-          ModelBuffer& added = model_.buffers.emplace_back();
-          added.bytes = model_.tensors[t].bytes;
-          added.first_node = added.last_node = k;
-        }
-        model_.buffers[buffer].tensors.push_back(t);
+        if (t >= 0) AssignOutputBuffer(node, k, t);
       }
       for (int t : node.inputs) {
         if (t >= 0 && model_.tensors[t].buffer >= 0)

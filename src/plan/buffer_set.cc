@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -27,20 +28,29 @@ absl::Status RowError(std::string_view source, int line,
       absl::StrFormat("%s:%d: %s", source, line, what));
 }
 
+// Where the position of column `name` goes; nullptr for unknown columns.
+int* ColumnSlot(Columns& columns, std::string_view name) {
+  static constexpr std::pair<std::string_view, int Columns::*> kNames[] = {
+      {"id", &Columns::id},
+      {"lower", &Columns::lower},
+      {"upper", &Columns::upper},
+      {"first_task", &Columns::first_task},
+      {"last_task", &Columns::last_task},
+      {"size", &Columns::size},
+      {"offset", &Columns::offset}};
+  for (const auto& [known, member] : kNames) {
+    if (known == name) return &(columns.*member);
+  }
+  return nullptr;
+}
+
 absl::StatusOr<Columns> ParseHeader(const std::vector<absl::string_view>& names,
                                     std::string_view source) {
   Columns columns;
   for (int i = 0; i < static_cast<int>(names.size()); ++i) {
     const std::string name =
         absl::AsciiStrToLower(absl::StripAsciiWhitespace(names[i]));
-    int* slot = name == "id"           ? &columns.id
-                : name == "lower"      ? &columns.lower
-                : name == "upper"      ? &columns.upper
-                : name == "first_task" ? &columns.first_task
-                : name == "last_task"  ? &columns.last_task
-                : name == "size"       ? &columns.size
-                : name == "offset"     ? &columns.offset
-                                       : nullptr;
+    int* slot = ColumnSlot(columns, name);
     if (slot == nullptr) continue;  // unknown columns are ignored
     if (*slot != -1)
       return RowError(source, 1,
@@ -73,17 +83,113 @@ absl::StatusOr<int64_t> ParseField(const std::vector<absl::string_view>& fields,
   return value;
 }
 
+// Reads the rows after the header into a set, one step per column group.
+class RowParser {
+ public:
+  RowParser(const Columns& columns, std::string_view source, BufferSet& set)
+      : columns_(columns), source_(source), set_(set) {}
+
+  absl::Status Parse(const std::vector<absl::string_view>& fields, int line) {
+    fields_ = &fields;
+    line_ = line;
+    Buffer buffer;
+    buffer.id = set_.buffers.size();
+    if (columns_.id != -1) {
+      if (absl::Status id = ParseId(buffer); !id.ok()) return id;
+    }
+    absl::StatusOr<int64_t> size = Field(columns_.size, "size");
+    if (!size.ok()) return size.status();
+    buffer.size = *size;
+    if (absl::Status lifetime = ParseLifetime(buffer); !lifetime.ok()) {
+      return lifetime;
+    }
+    if (columns_.offset != -1) {
+      absl::StatusOr<int64_t> offset = Field(columns_.offset, "offset");
+      if (!offset.ok()) return offset.status();
+      buffer.offset = *offset;
+    }
+    if (!ids_.insert(buffer.id).second) {
+      return RowError(source_, line_,
+                      absl::StrFormat("duplicate id %d", buffer.id));
+    }
+    set_.buffers.push_back(buffer);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<int64_t> Field(int column, std::string_view name) const {
+    return ParseField(*fields_, column, name, source_, line_);
+  }
+
+  // Ids are all numbers or all text (kept in set.names), decided by the first
+  // data row.
+  absl::Status ParseId(Buffer& buffer) {
+    const absl::string_view id_text =
+        absl::StripAsciiWhitespace((*fields_)[columns_.id]);
+    if (set_.buffers.empty()) {
+      textual_ids_ = !absl::SimpleAtoi(id_text, &buffer.id);
+    }
+    if (!textual_ids_) {
+      absl::StatusOr<int64_t> id = Field(columns_.id, "id");
+      if (!id.ok()) return id.status();
+      buffer.id = *id;
+      return absl::OkStatus();
+    }
+    if (id_text.empty()) return RowError(source_, line_, "empty id");
+    if (!names_.insert(std::string(id_text)).second) {
+      return RowError(source_, line_,
+                      absl::StrFormat("duplicate id %s", id_text));
+    }
+    set_.names.emplace_back(id_text);
+    return absl::OkStatus();
+  }
+
+  // lower,upper as given, or first_task,last_task made half-open.
+  absl::Status ParseLifetime(Buffer& buffer) const {
+    const bool half_open = set_.convention == IntervalConvention::kHalfOpen;
+    absl::StatusOr<int64_t> from =
+        half_open ? Field(columns_.lower, "lower")
+                  : Field(columns_.first_task, "first_task");
+    if (!from.ok()) return from.status();
+    absl::StatusOr<int64_t> to = half_open
+                                     ? Field(columns_.upper, "upper")
+                                     : Field(columns_.last_task, "last_task");
+    if (!to.ok()) return to.status();
+    if (half_open && *to <= *from) {
+      return RowError(
+          source_, line_,
+          absl::StrFormat("buffer %d: upper %d must exceed lower %d", buffer.id,
+                          *to, *from));
+    }
+    if (!half_open && (*from > *to || *to == INT64_MAX)) {
+      return RowError(
+          source_, line_,
+          absl::StrFormat("buffer %d: first_task %d is after last_task %d",
+                          buffer.id, *from, *to));
+    }
+    buffer.lower = *from;
+    buffer.upper = half_open ? *to : *to + 1;
+    return absl::OkStatus();
+  }
+
+  const Columns& columns_;
+  std::string_view source_;
+  BufferSet& set_;
+  const std::vector<absl::string_view>* fields_ = nullptr;
+  int line_ = 0;
+  absl::flat_hash_set<uint64_t> ids_;
+  bool textual_ids_ = false;
+  absl::flat_hash_set<std::string> names_;
+};
+
 }  // namespace
 
 absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text,
                                             std::string_view source) {
   BufferSet set;
   std::optional<Columns> columns;
+  std::optional<RowParser> rows;
   size_t width = 0;
-  absl::flat_hash_set<uint64_t> ids;
-  // Ids are all numbers or all text, decided by the first data row.
-  bool textual_ids = false;
-  absl::flat_hash_set<std::string> names;
   int line = 0;
   for (absl::string_view raw :
        absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
@@ -100,6 +206,7 @@ absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text,
       set.convention = columns->first_task != -1 && columns->last_task != -1
                            ? IntervalConvention::kClosed
                            : IntervalConvention::kHalfOpen;
+      rows.emplace(*columns, source, set);
       continue;
     }
     if (fields.size() != width) {
@@ -107,69 +214,9 @@ absl::StatusOr<BufferSet> ParseBufferSetCsv(std::string_view text,
                       absl::StrFormat("expected %d fields, found %d", width,
                                       fields.size()));
     }
-    auto field = [&](int column, std::string_view name) {
-      return ParseField(fields, column, name, source, line);
-    };
-    Buffer buffer;
-    buffer.id = set.buffers.size();
-    if (columns->id != -1) {
-      const absl::string_view id_text =
-          absl::StripAsciiWhitespace(fields[columns->id]);
-      if (set.buffers.empty())
-        textual_ids = !absl::SimpleAtoi(id_text, &buffer.id);
-      if (textual_ids) {
-        if (id_text.empty()) return RowError(source, line, "empty id");
-        if (!names.insert(std::string(id_text)).second) {
-          return RowError(source, line,
-                          absl::StrFormat("duplicate id %s", id_text));
-        }
-        set.names.emplace_back(id_text);
-      } else {
-        absl::StatusOr<int64_t> id = field(columns->id, "id");
-        if (!id.ok()) return id.status();
-        buffer.id = *id;
-      }
+    if (absl::Status parsed = rows->Parse(fields, line); !parsed.ok()) {
+      return parsed;
     }
-    absl::StatusOr<int64_t> size = field(columns->size, "size");
-    if (!size.ok()) return size.status();
-    buffer.size = *size;
-    if (set.convention == IntervalConvention::kHalfOpen) {
-      absl::StatusOr<int64_t> lower = field(columns->lower, "lower");
-      absl::StatusOr<int64_t> upper = field(columns->upper, "upper");
-      if (!lower.ok()) return lower.status();
-      if (!upper.ok()) return upper.status();
-      if (*upper <= *lower) {
-        return RowError(
-            source, line,
-            absl::StrFormat("buffer %d: upper %d must exceed lower %d",
-                            buffer.id, *upper, *lower));
-      }
-      buffer.lower = *lower;
-      buffer.upper = *upper;
-    } else {
-      absl::StatusOr<int64_t> first = field(columns->first_task, "first_task");
-      absl::StatusOr<int64_t> last = field(columns->last_task, "last_task");
-      if (!first.ok()) return first.status();
-      if (!last.ok()) return last.status();
-      if (*first > *last || *last == INT64_MAX) {
-        return RowError(
-            source, line,
-            absl::StrFormat("buffer %d: first_task %d is after last_task %d",
-                            buffer.id, *first, *last));
-      }
-      buffer.lower = *first;
-      buffer.upper = *last + 1;
-    }
-    if (columns->offset != -1) {
-      absl::StatusOr<int64_t> offset = field(columns->offset, "offset");
-      if (!offset.ok()) return offset.status();
-      buffer.offset = *offset;
-    }
-    if (!ids.insert(buffer.id).second) {
-      return RowError(source, line,
-                      absl::StrFormat("duplicate id %d", buffer.id));
-    }
-    set.buffers.push_back(buffer);
   }
   if (!columns) return RowError(source, line, "no header row (empty file)");
   return set;

@@ -1,10 +1,13 @@
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
+#include "tensormem/core/status_macros.h"
 #include "tensormem/trace/importers.h"
 #include "tensormem/trace/pickle.h"
 #include "tensormem/trace/trace_io.h"
@@ -17,6 +20,15 @@ namespace {
 struct Block {
   uint64_t bytes = 0;
   uint64_t stream = 0;
+};
+
+// One device-trace entry that becomes an event.
+struct Entry {
+  enum class Action { kAlloc, kFree, kOom, kOther } action = Action::kOther;
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  uint64_t stream = 0;
+  std::optional<int64_t> time_us;
 };
 
 class SnapshotReader {
@@ -38,6 +50,28 @@ class SnapshotReader {
                                    std::string_view where) const;
   absl::Status ReadLiveBlocks(PickleValue segments,
                               std::map<uint64_t, Block>& live) const;
+  // The blocks of one segment; live ones go into `live` by address.
+  absl::Status ReadSegmentBlocks(PickleValue segment, const std::string& where,
+                                 std::map<uint64_t, Block>& live) const;
+  // Adds `live_block` at `address` when the block's state is active.
+  absl::Status ReadBlockState(PickleValue block, const std::string& where,
+                              Block live_block, uint64_t address,
+                              std::map<uint64_t, Block>& live) const;
+  // The entries of device_traces[device_] that become events.
+  absl::Status ReadEntries(PickleValue traces, PytorchImport& result,
+                           std::vector<Entry>& entries) const;
+  // nullopt for an action that is not an allocation, a free or an OOM.
+  absl::StatusOr<std::optional<Entry>> ReadEntry(
+      PickleValue item, const std::string& where) const;
+  // The events: first the blocks live before the first entry, then one per
+  // entry.
+  absl::Status AppendEvents(const std::map<uint64_t, Block>& before,
+                            const std::vector<Entry>& entries,
+                            PytorchImport& result) const;
+  // Nanoseconds of `entry` since the first timed entry (set on first use).
+  absl::StatusOr<int64_t> TimeSinceFirst(
+      size_t index, int64_t time_us,
+      std::optional<int64_t>& first_time_us) const;
 
   std::string_view source_;
   int device_;
@@ -64,73 +98,92 @@ absl::StatusOr<int64_t> SnapshotReader::IntField(PickleValue dict,
 // Blocks allocated in the final state of the chosen device, by address.
 absl::Status SnapshotReader::ReadLiveBlocks(
     PickleValue segments, std::map<uint64_t, Block>& live) const {
-  if (segments.kind() != PickleValue::Kind::kList)
+  if (segments.kind() != PickleValue::Kind::kList) {
     return Error("segments", "is not a list");
+  }
   for (size_t s = 0; s < segments.size(); ++s) {
     const std::string where = absl::StrFormat("segments[%d]", s);
     const PickleValue segment = segments[s];
-    if (segment.kind() != PickleValue::Kind::kDict)
+    if (segment.kind() != PickleValue::Kind::kDict) {
       return Error(where, "is not a dict");
+    }
     if (std::optional<PickleValue> device = segment.Find("device")) {
       if (device->AsInt() != device_) continue;
     }
-    absl::StatusOr<int64_t> address = IntField(segment, "address", where);
-    if (!address.ok()) return address.status();
-    uint64_t stream = 0;
-    if (std::optional<PickleValue> handle = segment.Find("stream")) {
-      stream = static_cast<uint64_t>(handle->AsInt().value_or(0));
-    }
-    std::optional<PickleValue> blocks = segment.Find("blocks");
-    if (!blocks || blocks->kind() != PickleValue::Kind::kList) {
-      return Error(where, "has no list of blocks");
-    }
-    // Blocks are in address order; older snapshots omit their addresses.
-    uint64_t block_address = *address;
-    for (size_t b = 0; b < blocks->size(); ++b) {
-      const std::string block_where =
-          absl::StrFormat("%s.blocks[%d]", where, b);
-      const PickleValue block = (*blocks)[b];
-      if (block.kind() != PickleValue::Kind::kDict)
-        return Error(block_where, "is not a dict");
-      absl::StatusOr<int64_t> size = IntField(block, "size", block_where);
-      if (!size.ok()) return size.status();
-      if (block.Find("address")) {
-        absl::StatusOr<int64_t> given = IntField(block, "address", block_where);
-        if (!given.ok()) return given.status();
-        block_address = *given;
-      }
-      std::optional<PickleValue> state = block.Find("state");
-      const std::string_view state_name =
-          state ? state->AsString().value_or("") : std::string_view();
-      if (state_name.starts_with(
-              "active_")) {  // allocated, pending or awaiting free
-        Block live_block{static_cast<uint64_t>(*size), stream};
-        if (block.Find("requested_size")) {
-          absl::StatusOr<int64_t> requested =
-              IntField(block, "requested_size", block_where);
-          if (!requested.ok()) return requested.status();
-          live_block.bytes = *requested;
-        }
-        live[block_address] = live_block;
-      } else if (state_name != "inactive") {
-        return Error(block_where,
-                     absl::StrFormat("unknown state '%s'",
-                                     absl::string_view(state_name.data(),
-                                                       state_name.size())));
-      }
-      block_address += *size;
-    }
+    TM_RETURN_IF_ERROR(ReadSegmentBlocks(segment, where, live));
   }
   return absl::OkStatus();
 }
 
-struct Entry {
-  enum class Action { kAlloc, kFree, kOom, kOther } action = Action::kOther;
-  uint64_t address = 0;
-  uint64_t bytes = 0;
+absl::Status SnapshotReader::ReadSegmentBlocks(
+    PickleValue segment, const std::string& where,
+    std::map<uint64_t, Block>& live) const {
+  TM_ASSIGN_OR_RETURN(const int64_t address,
+                      IntField(segment, "address", where));
   uint64_t stream = 0;
-  std::optional<int64_t> time_us;
-};
+  if (std::optional<PickleValue> handle = segment.Find("stream")) {
+    stream = static_cast<uint64_t>(handle->AsInt().value_or(0));
+  }
+  std::optional<PickleValue> blocks = segment.Find("blocks");
+  if (!blocks || blocks->kind() != PickleValue::Kind::kList) {
+    return Error(where, "has no list of blocks");
+  }
+  // Blocks are in address order; older snapshots omit their addresses.
+  uint64_t block_address = address;
+  for (size_t b = 0; b < blocks->size(); ++b) {
+    const std::string block_where = absl::StrFormat("%s.blocks[%d]", where, b);
+    const PickleValue block = (*blocks)[b];
+    if (block.kind() != PickleValue::Kind::kDict) {
+      return Error(block_where, "is not a dict");
+    }
+    TM_ASSIGN_OR_RETURN(const int64_t size,
+                        IntField(block, "size", block_where));
+    if (block.Find("address")) {
+      TM_ASSIGN_OR_RETURN(block_address,
+                          IntField(block, "address", block_where));
+    }
+    TM_RETURN_IF_ERROR(ReadBlockState(block, block_where,
+                                      {static_cast<uint64_t>(size), stream},
+                                      block_address, live));
+    block_address += size;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SnapshotReader::ReadBlockState(
+    PickleValue block, const std::string& where, Block live_block,
+    uint64_t address, std::map<uint64_t, Block>& live) const {
+  std::optional<PickleValue> state = block.Find("state");
+  const std::string_view state_name =
+      state ? state->AsString().value_or("") : std::string_view();
+  if (state_name == "inactive") return absl::OkStatus();
+  if (!state_name.starts_with(
+          "active_")) {  // allocated, pending, awaiting free
+    return Error(where, absl::StrFormat("unknown state '%s'",
+                                        absl::string_view(state_name.data(),
+                                                          state_name.size())));
+  }
+  if (block.Find("requested_size")) {
+    TM_ASSIGN_OR_RETURN(live_block.bytes,
+                        IntField(block, "requested_size", where));
+  }
+  live[address] = live_block;
+  return absl::OkStatus();
+}
+
+// The buffer keeps only the latest events: walk them backwards from the final
+// state to find what was already live before the first one.
+std::map<uint64_t, Block> LiveBeforeFirstEntry(
+    const std::map<uint64_t, Block>& live, const std::vector<Entry>& entries) {
+  std::map<uint64_t, Block> before = live;
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    if (it->action == Entry::Action::kAlloc) before.erase(it->address);
+    if (it->action == Entry::Action::kFree) {
+      before[it->address] = {it->bytes, it->stream};
+    }
+  }
+  return before;
+}
 
 absl::StatusOr<PytorchImport> SnapshotReader::Read(PickleValue root) {
   PytorchImport result;
@@ -142,73 +195,108 @@ absl::StatusOr<PytorchImport> SnapshotReader::Read(PickleValue root) {
     segments = root.Find("segments");
     traces = root.Find("device_traces");
   }
-  if (!segments)
+  if (!segments) {
     return Error("top level", "not a PyTorch memory snapshot (no 'segments')");
+  }
   std::map<uint64_t, Block> live;  // address -> block, at the end of the trace
-  if (absl::Status status = ReadLiveBlocks(*segments, live); !status.ok())
+  if (absl::Status status = ReadLiveBlocks(*segments, live); !status.ok()) {
     return status;
-
+  }
   std::vector<Entry> entries;
   if (traces) {
-    if (traces->kind() != PickleValue::Kind::kList)
-      return Error("device_traces", "is not a list");
-    result.devices = traces->size();
-    if (device_ < 0 || static_cast<size_t>(device_) >= traces->size()) {
-      return Error("device_traces",
-                   absl::StrFormat(
-                       "no device %d (the snapshot has traces for %d devices)",
-                       device_, traces->size()));
-    }
-    const PickleValue device_trace = (*traces)[device_];
-    if (device_trace.kind() != PickleValue::Kind::kList) {
-      return Error(absl::StrFormat("device_traces[%d]", device_),
-                   "is not a list");
-    }
-    for (size_t i = 0; i < device_trace.size(); ++i) {
-      const std::string where =
-          absl::StrFormat("device_traces[%d][%d]", device_, i);
-      const PickleValue item = device_trace[i];
-      std::optional<PickleValue> action = item.Find("action");
-      std::optional<std::string_view> name =
-          action ? action->AsString() : std::nullopt;
-      if (!name) return Error(where, "has no 'action' string");
-      Entry entry;
-      if (*name == "alloc") entry.action = Entry::Action::kAlloc;
-      if (*name == "free_completed") entry.action = Entry::Action::kFree;
-      if (*name == "oom") entry.action = Entry::Action::kOom;
-      if (entry.action == Entry::Action::kOther) {
-        ++result.entries_skipped;
-        continue;
-      }
-      if (entry.action != Entry::Action::kOom) {
-        absl::StatusOr<int64_t> address = IntField(item, "addr", where);
-        if (!address.ok()) return address.status();
-        entry.address = *address;
-      }
-      absl::StatusOr<int64_t> size = IntField(item, "size", where);
-      if (!size.ok()) return size.status();
-      entry.bytes = *size;
-      if (std::optional<PickleValue> stream = item.Find("stream")) {
-        entry.stream = static_cast<uint64_t>(stream->AsInt().value_or(0));
-      }
-      if (std::optional<PickleValue> time = item.Find("time_us"))
-        entry.time_us = time->AsInt();
-      entries.push_back(entry);
+    if (absl::Status status = ReadEntries(*traces, result, entries);
+        !status.ok()) {
+      return status;
     }
   }
-
-  // The buffer keeps only the latest events: walk them backwards from the
-  // final state to find what was already live before the first one.
-  std::map<uint64_t, Block> before = live;
-  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-    if (it->action == Entry::Action::kAlloc) before.erase(it->address);
-    if (it->action == Entry::Action::kFree)
-      before[it->address] = {it->bytes, it->stream};
+  const std::map<uint64_t, Block> before = LiveBeforeFirstEntry(live, entries);
+  if (absl::Status status = AppendEvents(before, entries, result);
+      !status.ok()) {
+    return status;
   }
+  return result;
+}
 
+absl::Status SnapshotReader::ReadEntries(PickleValue traces,
+                                         PytorchImport& result,
+                                         std::vector<Entry>& entries) const {
+  if (traces.kind() != PickleValue::Kind::kList) {
+    return Error("device_traces", "is not a list");
+  }
+  result.devices = traces.size();
+  if (device_ < 0 || static_cast<size_t>(device_) >= traces.size()) {
+    return Error(
+        "device_traces",
+        absl::StrFormat("no device %d (the snapshot has traces for %d devices)",
+                        device_, traces.size()));
+  }
+  const PickleValue device_trace = traces[device_];
+  if (device_trace.kind() != PickleValue::Kind::kList) {
+    return Error(absl::StrFormat("device_traces[%d]", device_),
+                 "is not a list");
+  }
+  for (size_t i = 0; i < device_trace.size(); ++i) {
+    absl::StatusOr<std::optional<Entry>> entry = ReadEntry(
+        device_trace[i], absl::StrFormat("device_traces[%d][%d]", device_, i));
+    if (!entry.ok()) return entry.status();
+    if (!entry->has_value()) {
+      ++result.entries_skipped;
+      continue;
+    }
+    entries.push_back(**entry);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<Entry>> SnapshotReader::ReadEntry(
+    PickleValue item, const std::string& where) const {
+  std::optional<PickleValue> action = item.Find("action");
+  std::optional<std::string_view> name =
+      action ? action->AsString() : std::nullopt;
+  if (!name) return Error(where, "has no 'action' string");
+  Entry entry;
+  if (*name == "alloc") entry.action = Entry::Action::kAlloc;
+  if (*name == "free_completed") entry.action = Entry::Action::kFree;
+  if (*name == "oom") entry.action = Entry::Action::kOom;
+  if (entry.action == Entry::Action::kOther) return std::nullopt;
+  if (entry.action != Entry::Action::kOom) {
+    absl::StatusOr<int64_t> address = IntField(item, "addr", where);
+    if (!address.ok()) return address.status();
+    entry.address = *address;
+  }
+  absl::StatusOr<int64_t> size = IntField(item, "size", where);
+  if (!size.ok()) return size.status();
+  entry.bytes = *size;
+  if (std::optional<PickleValue> stream = item.Find("stream")) {
+    entry.stream = static_cast<uint64_t>(stream->AsInt().value_or(0));
+  }
+  if (std::optional<PickleValue> time = item.Find("time_us")) {
+    entry.time_us = time->AsInt();
+  }
+  return entry;
+}
+
+absl::StatusOr<int64_t> SnapshotReader::TimeSinceFirst(
+    size_t index, int64_t time_us,
+    std::optional<int64_t>& first_time_us) const {
+  if (!first_time_us) first_time_us = time_us;
+  // Times that far apart (or a difference beyond int64) are not a real
+  // recording.
+  int64_t since_first_us = 0, since_first_ns = 0;
+  if (__builtin_sub_overflow(time_us, *first_time_us, &since_first_us) ||
+      __builtin_mul_overflow(since_first_us, 1000, &since_first_ns)) {
+    return Error(absl::StrFormat("device trace entry %d", index),
+                 absl::StrFormat("time_us %d is out of range (first %d)",
+                                 time_us, *first_time_us));
+  }
+  return std::max<int64_t>(0, since_first_ns);
+}
+
+absl::Status SnapshotReader::AppendEvents(
+    const std::map<uint64_t, Block>& before, const std::vector<Entry>& entries,
+    PytorchImport& result) const {
   trace_internal::StreamIndex streams;
-  absl::flat_hash_map<uint64_t, uint64_t>
-      ids;  // address -> id of the live block
+  absl::flat_hash_map<uint64_t, uint64_t> ids;  // address -> id of live block
   uint64_t next_id = 0;
   for (const auto& [address, block] : before) {
     TraceEvent event = TraceEvent::Alloc(next_id, block.bytes);
@@ -224,27 +312,18 @@ absl::StatusOr<PytorchImport> SnapshotReader::Read(PickleValue root) {
     TraceEvent event;
     event.stream = streams.IndexOf(entry.stream);
     if (entry.time_us) {
-      if (!first_time_us) first_time_us = entry.time_us;
-      // Nanoseconds since the first entry; times that far apart (or a
-      // difference beyond int64) are not a real recording.
-      int64_t since_first_us = 0, since_first_ns = 0;
-      if (__builtin_sub_overflow(*entry.time_us, *first_time_us,
-                                 &since_first_us) ||
-          __builtin_mul_overflow(since_first_us, 1000, &since_first_ns)) {
-        return Error(absl::StrFormat("device trace entry %d", i),
-                     absl::StrFormat("time_us %d is out of range (first %d)",
-                                     *entry.time_us, *first_time_us));
-      }
-      event.time_ns = std::max<int64_t>(0, since_first_ns);
+      absl::StatusOr<int64_t> time_ns =
+          TimeSinceFirst(i, *entry.time_us, first_time_us);
+      if (!time_ns.ok()) return time_ns.status();
+      event.time_ns = *time_ns;
     }
+    const std::string where = absl::StrFormat("device trace entry %d", i);
     if (entry.action == Entry::Action::kFree) {
       auto it = ids.find(entry.address);
       if (it == ids.end()) {
-        return Error(
-            absl::StrFormat("device trace entry %d", i),
-            absl::StrFormat(
-                "free_completed of address 0x%x, which is not allocated",
-                entry.address));
+        return Error(where, absl::StrFormat("free_completed of address 0x%x, "
+                                            "which is not allocated",
+                                            entry.address));
       }
       event.op = TraceOp::kFree;
       event.id = it->second;
@@ -255,15 +334,14 @@ absl::StatusOr<PytorchImport> SnapshotReader::Read(PickleValue root) {
       event.bytes = entry.bytes;
       event.failed = entry.action == Entry::Action::kOom;
       if (!event.failed && !ids.try_emplace(entry.address, event.id).second) {
-        return Error(
-            absl::StrFormat("device trace entry %d", i),
-            absl::StrFormat("alloc at address 0x%x, which is already allocated",
-                            entry.address));
+        return Error(where, absl::StrFormat("alloc at address 0x%x, which is "
+                                            "already allocated",
+                                            entry.address));
       }
     }
     result.trace.events.push_back(event);
   }
-  return result;
+  return absl::OkStatus();
 }
 
 }  // namespace

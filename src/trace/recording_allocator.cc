@@ -30,7 +30,7 @@ int32_t TraceRecordingAllocator::StreamOfThisThread() {
 }
 
 void* TraceRecordingAllocator::DoAllocate(size_t bytes, size_t alignment,
-                                   int32_t stream) {
+                                          int32_t stream) {
   // The wrapped allocator runs outside the lock so that recording does not
   // serialize a concurrent allocator; the event is written once the block
   // exists, so no free of it can be written before its allocation.

@@ -64,145 +64,214 @@ class TimelineRecorder {
   TimelineSample current_;
 };
 
+// One replay's state, one method per kind of event, so each step reads on
+// its own.
+class ReplayRun {
+ public:
+  ReplayRun(const PreparedTrace& trace, ReplayTarget& target,
+            const ReplayOptions& options)
+      : trace_(trace),
+        target_(target),
+        allocator_(*target.allocator),
+        options_(options),
+        blocks_(trace.slot_count(), nullptr),
+        states_(trace.slot_count(), SlotState::kEmpty),
+        in_use_sizes_(trace.slot_count(), 0),
+        placement_index_(options.record_placement ? trace.slot_count() : 0),
+        timeline_(trace.steps().size(), options.max_timeline_samples),
+        base_(reinterpret_cast<uintptr_t>(target.base)) {
+    result_.metrics.allocator = allocator_.Name();
+    result_.metrics.events = static_cast<int64_t>(trace.steps().size());
+  }
+
+  absl::StatusOr<ReplayResult> Run() {
+    const std::vector<PreparedTrace::Step>& steps = trace_.steps();
+    for (size_t e = 0; e < steps.size(); ++e) {
+      const PreparedTrace::Step& step = steps[e];
+      const uint64_t id = trace_.ids()[e];
+      if (step.op == PreparedTrace::Op::kRecordedFailure) {
+        OnRecordedFailure(e, id, step);
+      } else if (step.op == PreparedTrace::Op::kAlloc) {
+        OnAlloc(e, id, step);
+      } else if (absl::Status freed = OnFree(e, id, step); !freed.ok()) {
+        return freed;
+      }
+      Observe(e);
+    }
+    Finish();
+    return std::move(result_);
+  }
+
+ private:
+  void OnRecordedFailure(size_t e, uint64_t id,
+                         const PreparedTrace::Step& step) {
+    ++result_.metrics.failed_allocs;
+    ++result_.metrics.recorded_failures;
+    if (options_.record_offsets) {
+      result_.allocations.push_back(
+          {id, static_cast<int64_t>(e), step.bytes, {}, {}});
+    }
+  }
+
+  void OnAlloc(size_t e, uint64_t id, const PreparedTrace::Step& step) {
+    void* block =
+        allocator_.Allocate(step.bytes, AlignmentOf(step), step.stream);
+    AllocationRecord record{id, static_cast<int64_t>(e), step.bytes, {}, {}};
+    if (block == nullptr && step.bytes == 0) {
+      ++result_.metrics.allocs;  // nothing to hand out is not a failure
+      states_[step.slot] = SlotState::kZeroBytes;
+    } else if (block == nullptr) {
+      ++result_.metrics.failed_allocs;
+      states_[step.slot] = SlotState::kFailed;
+      ReportFailure(e, id, step);
+    } else {
+      Place(e, id, step, block, record);
+    }
+    if (options_.record_offsets) result_.allocations.push_back(record);
+  }
+
+  // A failed allocation, explained while the allocator is in that state.
+  void ReportFailure(size_t e, uint64_t id, const PreparedTrace::Step& step) {
+    if (result_.failures.size() >= options_.max_failure_reports) return;
+    FailedAllocation failure{static_cast<int64_t>(e), id, step.bytes, live_};
+    const std::optional<AllocatorStats> stats = allocator_.GetStats();
+    failure.pool_bytes = stats ? stats->pool_bytes : 0;
+    if (target_.explain_failure)
+      failure.explanation = target_.explain_failure();
+    if (target_.dump) DescribeFreeChunks(target_.dump(), failure);
+    result_.failures.push_back(std::move(failure));
+  }
+
+  void Place(size_t e, uint64_t id, const PreparedTrace::Step& step,
+             void* block, AllocationRecord& record) {
+    ++result_.metrics.allocs;
+    blocks_[step.slot] = block;
+    states_[step.slot] = SlotState::kLive;
+    const uint64_t reserved =
+        allocator_.AllocatedSize(block).value_or(step.bytes);
+    in_use_sizes_[step.slot] = reserved;
+    live_ += step.bytes;
+    in_use_ += reserved;
+    const uintptr_t address = reinterpret_cast<uintptr_t>(block);
+    lowest_address_ = std::min(lowest_address_, address);
+    record.offset = address - base_;  // rebased in Finish when there is no base
+    record.allocated = reserved;
+    if (options_.record_placement) {
+      placement_index_[step.slot] = result_.placement.buffers.size();
+      result_.placement.buffers.push_back(
+          {.id = id,
+           .lower = static_cast<int64_t>(e),
+           .upper = static_cast<int64_t>(trace_.steps().size()),
+           .size = step.bytes,
+           .offset = address - base_});
+    }
+  }
+
+  absl::Status OnFree(size_t e, uint64_t id, const PreparedTrace::Step& step) {
+    switch (states_[step.slot]) {
+      case SlotState::kFailed:
+        ++result_.metrics.skipped_frees;
+        break;
+      case SlotState::kZeroBytes:
+        ++result_.metrics.frees;
+        break;
+      case SlotState::kLive:
+        if (absl::Status freed = FreeLive(e, id, step); !freed.ok()) {
+          return freed;
+        }
+        break;
+      case SlotState::kEmpty:
+        return absl::InternalError(absl::StrFormat(
+            "event %d: free of id %d before its allocation", e, id));
+    }
+    blocks_[step.slot] = nullptr;
+    states_[step.slot] = SlotState::kEmpty;
+    return absl::OkStatus();
+  }
+
+  absl::Status FreeLive(size_t e, uint64_t id,
+                        const PreparedTrace::Step& step) {
+    const absl::Status status =
+        allocator_.CheckedDeallocate(blocks_[step.slot]);
+    if (!status.ok()) {
+      return absl::InternalError(absl::StrFormat("event %d: free of id %d: %s",
+                                                 e, id, status.message()));
+    }
+    ++result_.metrics.frees;
+    live_ -= step.bytes;
+    in_use_ -= in_use_sizes_[step.slot];
+    if (options_.record_placement) {
+      result_.placement.buffers[placement_index_[step.slot]].upper =
+          static_cast<int64_t>(e);
+    }
+    return absl::OkStatus();
+  }
+
+  // Peaks and the timeline after event `e`.
+  void Observe(size_t e) {
+    ReplayMetrics& metrics = result_.metrics;
+    if (live_ > metrics.peak_live_bytes) {
+      metrics.peak_live_bytes = live_;
+      result_.peak_live_event = static_cast<int64_t>(e);
+    }
+    metrics.peak_in_use_bytes = std::max(metrics.peak_in_use_bytes, in_use_);
+    if (timeline_.enabled()) {
+      timeline_.Observe(e, trace_.steps().size(), live_, in_use_, allocator_,
+                        result_.timeline);
+    }
+  }
+
+  void Finish() {
+    // Without a base, offsets are relative to the lowest block of the run.
+    if (base_ == 0 &&
+        lowest_address_ != std::numeric_limits<uintptr_t>::max()) {
+      for (AllocationRecord& record : result_.allocations) {
+        if (record.offset) *record.offset -= lowest_address_;
+      }
+      for (Buffer& buffer : result_.placement.buffers) {
+        *buffer.offset -= lowest_address_;
+      }
+    }
+    ReplayMetrics& metrics = result_.metrics;
+    metrics.stats = allocator_.GetStats();
+    uint64_t sampled_pool = 0;
+    for (const TimelineSample& sample : result_.timeline) {
+      sampled_pool = std::max(sampled_pool, sample.pool_bytes);
+    }
+    metrics.peak_pool_bytes = std::max(
+        sampled_pool, metrics.stats ? metrics.stats->peak_pool_bytes : 0);
+    // An allocator without a pool of its own holds exactly what it hands out.
+    if (metrics.peak_pool_bytes == 0) {
+      metrics.peak_pool_bytes = metrics.peak_in_use_bytes;
+    }
+    metrics.fragmentation = metrics.peak_live_bytes == 0
+                                ? 0
+                                : static_cast<double>(metrics.peak_pool_bytes) /
+                                      metrics.peak_live_bytes;
+  }
+
+  const PreparedTrace& trace_;
+  ReplayTarget& target_;
+  Allocator& allocator_;
+  const ReplayOptions& options_;
+  ReplayResult result_;
+  std::vector<void*> blocks_;
+  std::vector<SlotState> states_;
+  std::vector<uint64_t> in_use_sizes_;
+  std::vector<size_t> placement_index_;
+  TimelineRecorder timeline_;
+  const uintptr_t base_;
+  uintptr_t lowest_address_ = std::numeric_limits<uintptr_t>::max();
+  uint64_t live_ = 0;
+  uint64_t in_use_ = 0;
+};
+
 }  // namespace
 
 absl::StatusOr<ReplayResult> Replay(const PreparedTrace& trace,
                                     ReplayTarget& target,
                                     const ReplayOptions& options) {
-  Allocator& allocator = *target.allocator;
-  const std::vector<PreparedTrace::Step>& steps = trace.steps();
-  ReplayResult result;
-  ReplayMetrics& metrics = result.metrics;
-  metrics.allocator = allocator.Name();
-  metrics.events = static_cast<int64_t>(steps.size());
-
-  std::vector<void*> blocks(trace.slot_count(), nullptr);
-  std::vector<SlotState> states(trace.slot_count(), SlotState::kEmpty);
-  std::vector<uint64_t> in_use_sizes(trace.slot_count(), 0);
-  std::vector<size_t> placement_index(
-      options.record_placement ? trace.slot_count() : 0);
-  TimelineRecorder timeline(steps.size(), options.max_timeline_samples);
-  const uintptr_t base = reinterpret_cast<uintptr_t>(target.base);
-  uintptr_t lowest_address = std::numeric_limits<uintptr_t>::max();
-  uint64_t live = 0, in_use = 0;
-
-  for (size_t e = 0; e < steps.size(); ++e) {
-    const PreparedTrace::Step& step = steps[e];
-    const uint64_t id = trace.ids()[e];
-    if (step.op == PreparedTrace::Op::kRecordedFailure) {
-      ++metrics.failed_allocs;
-      ++metrics.recorded_failures;
-      if (options.record_offsets) {
-        result.allocations.push_back(
-            {id, static_cast<int64_t>(e), step.bytes, {}, {}});
-      }
-    } else if (step.op == PreparedTrace::Op::kAlloc) {
-      void* block = allocator.Allocate(step.bytes, AlignmentOf(step), step.stream);
-      AllocationRecord record{id, static_cast<int64_t>(e), step.bytes, {}, {}};
-      if (block == nullptr && step.bytes == 0) {
-        ++metrics.allocs;  // nothing to hand out is not a failure
-        states[step.slot] = SlotState::kZeroBytes;
-      } else if (block == nullptr) {
-        ++metrics.failed_allocs;
-        states[step.slot] = SlotState::kFailed;
-        if (result.failures.size() < options.max_failure_reports) {
-          FailedAllocation failure{static_cast<int64_t>(e), id, step.bytes,
-                                   live};
-          const std::optional<AllocatorStats> stats = allocator.GetStats();
-          failure.pool_bytes = stats ? stats->pool_bytes : 0;
-          if (target.explain_failure)
-            failure.explanation = target.explain_failure();
-          if (target.dump) DescribeFreeChunks(target.dump(), failure);
-          result.failures.push_back(std::move(failure));
-        }
-      } else {
-        ++metrics.allocs;
-        blocks[step.slot] = block;
-        states[step.slot] = SlotState::kLive;
-        const uint64_t reserved =
-            allocator.AllocatedSize(block).value_or(step.bytes);
-        in_use_sizes[step.slot] = reserved;
-        live += step.bytes;
-        in_use += reserved;
-        const uintptr_t address = reinterpret_cast<uintptr_t>(block);
-        lowest_address = std::min(lowest_address, address);
-        record.offset = address - base;  // rebased below when there is no base
-        record.allocated = reserved;
-        if (options.record_placement) {
-          placement_index[step.slot] = result.placement.buffers.size();
-          result.placement.buffers.push_back(
-              {.id = id,
-               .lower = static_cast<int64_t>(e),
-               .upper = static_cast<int64_t>(steps.size()),
-               .size = step.bytes,
-               .offset = address - base});
-        }
-      }
-      if (options.record_offsets) result.allocations.push_back(record);
-    } else {
-      switch (states[step.slot]) {
-        case SlotState::kFailed:
-          ++metrics.skipped_frees;
-          break;
-        case SlotState::kZeroBytes:
-          ++metrics.frees;
-          break;
-        case SlotState::kLive: {
-          const absl::Status status =
-              allocator.CheckedDeallocate(blocks[step.slot]);
-          if (!status.ok()) {
-            return absl::InternalError(absl::StrFormat(
-                "event %d: free of id %d: %s", e, id, status.message()));
-          }
-          ++metrics.frees;
-          live -= step.bytes;
-          in_use -= in_use_sizes[step.slot];
-          if (options.record_placement) {
-            result.placement.buffers[placement_index[step.slot]].upper =
-                static_cast<int64_t>(e);
-          }
-          break;
-        }
-        case SlotState::kEmpty:
-          return absl::InternalError(absl::StrFormat(
-              "event %d: free of id %d before its allocation", e, id));
-      }
-      blocks[step.slot] = nullptr;
-      states[step.slot] = SlotState::kEmpty;
-    }
-    if (live > metrics.peak_live_bytes) {
-      metrics.peak_live_bytes = live;
-      result.peak_live_event = static_cast<int64_t>(e);
-    }
-    metrics.peak_in_use_bytes = std::max(metrics.peak_in_use_bytes, in_use);
-    if (timeline.enabled())
-      timeline.Observe(e, steps.size(), live, in_use, allocator,
-                       result.timeline);
-  }
-
-  // Without a base, offsets are relative to the lowest block of the run.
-  if (base == 0 && lowest_address != std::numeric_limits<uintptr_t>::max()) {
-    for (AllocationRecord& record : result.allocations) {
-      if (record.offset) *record.offset -= lowest_address;
-    }
-    for (Buffer& buffer : result.placement.buffers)
-      *buffer.offset -= lowest_address;
-  }
-  metrics.stats = allocator.GetStats();
-  uint64_t sampled_pool = 0;
-  for (const TimelineSample& sample : result.timeline) {
-    sampled_pool = std::max(sampled_pool, sample.pool_bytes);
-  }
-  metrics.peak_pool_bytes = std::max(
-      sampled_pool, metrics.stats ? metrics.stats->peak_pool_bytes : 0);
-  // An allocator without a pool of its own holds exactly what it hands out.
-  if (metrics.peak_pool_bytes == 0)
-    metrics.peak_pool_bytes = metrics.peak_in_use_bytes;
-  metrics.fragmentation = metrics.peak_live_bytes == 0
-                              ? 0
-                              : static_cast<double>(metrics.peak_pool_bytes) /
-                                    metrics.peak_live_bytes;
-  return result;
+  return ReplayRun(trace, target, options).Run();
 }
 
 void TimeReplay(const PreparedTrace& trace, ReplayTarget& target,
@@ -214,7 +283,8 @@ void TimeReplay(const PreparedTrace& trace, ReplayTarget& target,
   const auto start = std::chrono::steady_clock::now();
   for (const PreparedTrace::Step& step : steps) {
     if (step.op == PreparedTrace::Op::kAlloc) {
-      blocks[step.slot] = allocator.Allocate(step.bytes, AlignmentOf(step), step.stream);
+      blocks[step.slot] =
+          allocator.Allocate(step.bytes, AlignmentOf(step), step.stream);
       ++operations;
     } else if (step.op == PreparedTrace::Op::kFree) {
       allocator.Deallocate(blocks[step.slot]);  // nullptr (failed block): no-op
@@ -234,7 +304,8 @@ bool ReplaysWithoutFailure(const PreparedTrace& trace, ReplayTarget& target) {
   bool ok = true;
   for (const PreparedTrace::Step& step : trace.steps()) {
     if (step.op == PreparedTrace::Op::kAlloc) {
-      blocks[step.slot] = allocator.Allocate(step.bytes, AlignmentOf(step), step.stream);
+      blocks[step.slot] =
+          allocator.Allocate(step.bytes, AlignmentOf(step), step.stream);
       if (blocks[step.slot] == nullptr && step.bytes != 0) {
         ok = false;
         break;

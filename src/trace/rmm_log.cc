@@ -105,17 +105,131 @@ absl::StatusOr<Columns> ParseHeader(
   return columns;
 }
 
+// Turns the rows after the header into events: fields, then stream and time,
+// then the action against the live pointers.
+class RowReader {
+ public:
+  RowReader(const Columns& columns, std::string_view source, Trace& trace)
+      : columns_(columns), source_(source), trace_(trace) {}
+
+  absl::Status Read(const std::vector<absl::string_view>& fields, int line) {
+    fields_ = &fields;
+    line_ = line;
+    const std::optional<uint64_t> pointer =
+        ParseHandle(Field(columns_.pointer));
+    if (!pointer) return Bad("pointer", columns_.pointer);
+    uint64_t size = 0;
+    const std::string_view size_text = Field(columns_.size);
+    auto [end, error] = std::from_chars(
+        size_text.data(), size_text.data() + size_text.size(), size);
+    if (error != std::errc() || end != size_text.data() + size_text.size() ||
+        size_text.empty()) {
+      return Bad("size", columns_.size);
+    }
+    TraceEvent event;
+    if (absl::Status timed = SetStreamAndTime(event); !timed.ok()) {
+      return timed;
+    }
+    if (absl::Status applied = ApplyAction(event, *pointer, size);
+        !applied.ok()) {
+      return applied;
+    }
+    trace_.events.push_back(event);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string_view Field(int column) const {
+    const absl::string_view value =
+        absl::StripAsciiWhitespace((*fields_)[column]);
+    return std::string_view(value.data(), value.size());
+  }
+
+  absl::Status Bad(absl::string_view what, int column,
+                   absl::string_view expected = "") const {
+    return RowError(
+        source_, line_,
+        absl::StrFormat("bad %s '%s'%s", what, (*fields_)[column], expected));
+  }
+
+  absl::Status SetStreamAndTime(TraceEvent& event) {
+    if (columns_.stream >= 0) {
+      const std::optional<uint64_t> handle =
+          ParseHandle(Field(columns_.stream));
+      if (!handle) return Bad("stream", columns_.stream);
+      event.stream = streams_.IndexOf(*handle);
+    }
+    if (columns_.time < 0) return absl::OkStatus();
+    std::optional<int64_t> time = ParseTimeOfDay(Field(columns_.time));
+    if (!time) {
+      return Bad("time", columns_.time, " (expected HH:MM:SS.ffffff)");
+    }
+    // Rows are in order, so a clock that goes back by hours crossed midnight.
+    if (previous_time_ &&
+        *time + day_offset_ < *previous_time_ - kNanosPerDay / 2) {
+      day_offset_ += kNanosPerDay;
+    }
+    *time += day_offset_;
+    previous_time_ = *time;
+    if (!first_time_) first_time_ = *time;
+    event.time_ns = std::max<int64_t>(0, *time - *first_time_);
+    return absl::OkStatus();
+  }
+
+  absl::Status ApplyAction(TraceEvent& event, uint64_t pointer, uint64_t size) {
+    const std::string_view action = Field(columns_.action);
+    if (action == "allocate" || action == "allocate failure") {
+      event.op = TraceOp::kAlloc;
+      event.id = next_id_++;
+      event.bytes = size;
+      event.failed = action == "allocate failure";
+      if (!event.failed && !live_.try_emplace(pointer, event.id).second) {
+        return RowError(
+            source_, line_,
+            absl::StrFormat(
+                "allocate at pointer 0x%x, which is already allocated",
+                pointer));
+      }
+      return absl::OkStatus();
+    }
+    if (action == "free") {
+      auto it = live_.find(pointer);
+      if (it == live_.end()) {
+        return RowError(
+            source_, line_,
+            absl::StrFormat("free of pointer 0x%x, which is not allocated",
+                            pointer));
+      }
+      event.op = TraceOp::kFree;
+      event.id = it->second;
+      live_.erase(it);
+      return absl::OkStatus();
+    }
+    return RowError(source_, line_,
+                    absl::StrFormat("unknown action '%s' (expected allocate, "
+                                    "free or allocate failure)",
+                                    (*fields_)[columns_.action]));
+  }
+
+  const Columns& columns_;
+  std::string_view source_;
+  Trace& trace_;
+  const std::vector<absl::string_view>* fields_ = nullptr;
+  int line_ = 0;
+  trace_internal::StreamIndex streams_;
+  absl::flat_hash_map<uint64_t, uint64_t> live_;  // pointer -> id
+  uint64_t next_id_ = 0;
+  std::optional<int64_t> first_time_, previous_time_;
+  int64_t day_offset_ = 0;  // the log's clock has no date: count midnights
+};
+
 }  // namespace
 
 absl::StatusOr<Trace> ParseRmmLog(std::string_view text,
                                   std::string_view source) {
   Trace trace;
   std::optional<Columns> columns;
-  trace_internal::StreamIndex streams;
-  absl::flat_hash_map<uint64_t, uint64_t> live;  // pointer -> id
-  uint64_t next_id = 0;
-  std::optional<int64_t> first_time, previous_time;
-  int64_t day_offset = 0;  // the log's clock has no date: count midnights
+  std::optional<RowReader> rows;
   int line = 0;
   for (absl::string_view raw :
        absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
@@ -127,6 +241,7 @@ absl::StatusOr<Trace> ParseRmmLog(std::string_view text,
       absl::StatusOr<Columns> header = ParseHeader(fields, source, line);
       if (!header.ok()) return header.status();
       columns = *header;
+      rows.emplace(*columns, source, trace);
       continue;
     }
     if (fields.size() != columns->width) {
@@ -134,88 +249,7 @@ absl::StatusOr<Trace> ParseRmmLog(std::string_view text,
                       absl::StrFormat("expected %d fields, found %d",
                                       columns->width, fields.size()));
     }
-    auto field = [&](int column) {
-      const absl::string_view value =
-          absl::StripAsciiWhitespace(fields[column]);
-      return std::string_view(value.data(), value.size());
-    };
-    const std::string_view action = field(columns->action);
-    const std::optional<uint64_t> pointer =
-        ParseHandle(field(columns->pointer));
-    if (!pointer) {
-      return RowError(
-          source, line,
-          absl::StrFormat("bad pointer '%s'", fields[columns->pointer]));
-    }
-    uint64_t size = 0;
-    const std::string_view size_text = field(columns->size);
-    auto [end, error] = std::from_chars(
-        size_text.data(), size_text.data() + size_text.size(), size);
-    if (error != std::errc() || end != size_text.data() + size_text.size() ||
-        size_text.empty()) {
-      return RowError(source, line,
-                      absl::StrFormat("bad size '%s'", fields[columns->size]));
-    }
-    TraceEvent event;
-    if (columns->stream >= 0) {
-      const std::optional<uint64_t> handle =
-          ParseHandle(field(columns->stream));
-      if (!handle) {
-        return RowError(
-            source, line,
-            absl::StrFormat("bad stream '%s'", fields[columns->stream]));
-      }
-      event.stream = streams.IndexOf(*handle);
-    }
-    if (columns->time >= 0) {
-      std::optional<int64_t> time = ParseTimeOfDay(field(columns->time));
-      if (!time) {
-        return RowError(
-            source, line,
-            absl::StrFormat("bad time '%s' (expected HH:MM:SS.ffffff)",
-                            fields[columns->time]));
-      }
-      // Rows are in order, so a clock that goes back by hours crossed midnight.
-      if (previous_time &&
-          *time + day_offset < *previous_time - kNanosPerDay / 2) {
-        day_offset += kNanosPerDay;
-      }
-      *time += day_offset;
-      previous_time = *time;
-      if (!first_time) first_time = *time;
-      event.time_ns = std::max<int64_t>(0, *time - *first_time);
-    }
-    if (action == "allocate" || action == "allocate failure") {
-      event.op = TraceOp::kAlloc;
-      event.id = next_id++;
-      event.bytes = size;
-      event.failed = action == "allocate failure";
-      if (!event.failed && !live.try_emplace(*pointer, event.id).second) {
-        return RowError(
-            source, line,
-            absl::StrFormat(
-                "allocate at pointer 0x%x, which is already allocated",
-                *pointer));
-      }
-    } else if (action == "free") {
-      auto it = live.find(*pointer);
-      if (it == live.end()) {
-        return RowError(
-            source, line,
-            absl::StrFormat("free of pointer 0x%x, which is not allocated",
-                            *pointer));
-      }
-      event.op = TraceOp::kFree;
-      event.id = it->second;
-      live.erase(it);
-    } else {
-      return RowError(
-          source, line,
-          absl::StrFormat("unknown action '%s' (expected allocate, free or "
-                          "allocate failure)",
-                          fields[columns->action]));
-    }
-    trace.events.push_back(event);
+    if (absl::Status read = rows->Read(fields, line); !read.ok()) return read;
   }
   if (!columns) return RowError(source, line, "no header row (empty file)");
   return trace;

@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "alloc/reference_free_index.h"
 #include "gtest/gtest.h"
 #include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/alloc/bfc_free_index.h"
 #include "tensormem/alloc/bfc_policy.h"
 #include "tensormem/alloc/policy_registry.h"
 #include "tensormem/core/units.h"
@@ -81,12 +83,68 @@ TEST(BfcInlineDecisionsTest, PoliciesWithPoolsUseTheirHooks) {
   EXPECT_FALSE((*policy)->Inline().has_value());
 }
 
+// Replace (a split chunk's tail taking its place, or a chunk growing) against
+// the reference's erase-then-insert: within a bin, across bins, and in bins
+// grown into trees.
+TEST(BfcFreeIndexReplaceTest, MatchesEraseThenInsert) {
+  std::unique_ptr<BfcFreeIndex> fast = MakeFastFreeIndex();
+  ReferenceFreeIndex reference;
+  std::mt19937_64 random(11);
+  std::vector<FreeChunkKey> keys;
+  uint64_t next_address = 0;
+  auto new_key = [&] {
+    // Mostly one or two bins, so some grow past the inline array.
+    const uint64_t size =
+        256 * (1 + random() % (random() % 4 == 0 ? 4096 : 24));
+    next_address += 1 << 30;
+    return FreeChunkKey{size, next_address, 0};
+  };
+  for (int step = 0; step < 20000; ++step) {
+    const uint64_t choice = random() % 10;
+    if (keys.empty() || choice < 4) {
+      keys.push_back(new_key());
+      fast->Insert(keys.back());
+      reference.Insert(keys.back());
+    } else if (choice < 6) {
+      const size_t victim = random() % keys.size();
+      ASSERT_TRUE(fast->Erase(keys[victim]));
+      reference.Erase(keys[victim]);
+      keys[victim] = keys.back();
+      keys.pop_back();
+    } else if (choice < 8) {
+      // Grow a chunk in place (its key moves up in the order).
+      FreeChunkKey& key = keys[random() % keys.size()];
+      const FreeChunkKey grown{key.size + 256 * (1 + random() % 64),
+                               key.address, 0};
+      fast->Replace(key, grown);
+      reference.Replace(key, grown);
+      key = grown;
+    } else {
+      // Cut a chunk: the tail keeps the end, so its address grows.
+      FreeChunkKey& key = keys[random() % keys.size()];
+      if (key.size <= 256) continue;
+      const uint64_t cut = 256 * (1 + random() % (key.size / 256 - 1));
+      const FreeChunkKey tail{key.size - cut, key.address + cut, 0};
+      fast->Replace(key, tail);
+      reference.Replace(key, tail);
+      key = tail;
+    }
+    ASSERT_EQ(fast->Size(), reference.Size()) << "step " << step;
+    const uint64_t probe = 256 * (1 + random() % 5000);
+    const std::optional<FreeChunkKey> a = fast->FindBestFit(probe);
+    const std::optional<FreeChunkKey> b = reference.FindBestFit(probe);
+    ASSERT_EQ(a.has_value(), b.has_value()) << "step " << step;
+    if (a) ASSERT_EQ(*a, *b) << "step " << step;
+  }
+  for (const FreeChunkKey& key : keys) EXPECT_TRUE(fast->Contains(key));
+}
+
 // Hands out regions of made-up addresses, each 1 TiB below the previous one,
 // starting high. The allocator never touches its memory, so nothing is
 // mapped.
 class FallingSubAllocator final : public SubAllocator {
  public:
-  void* Alloc(size_t alignment, size_t bytes, size_t* received) override {
+  void* Alloc(size_t /*alignment*/, size_t bytes, size_t* received) override {
     next_ -= uint64_t{1} << 40;
     *received = bytes;
     return reinterpret_cast<void*>(next_);

@@ -228,13 +228,13 @@ TEST_P(FaultSweepTest, MisalignedRegionsAreReturnedUnused) {
 std::vector<Config> AllConfigs() {
   std::vector<Config> configs;
   for (const PolicyChoice& policy : testing::AllPolicyChoices()) {
-    std::vector<Config> settings = {{true, false, false},
-                                    {true, true, false},
-                                    {true, true, true},
-                                    {false, false, false},
-                                    {false, true, false}};
+    std::vector<Config> settings = {{true, false, false, {}},
+                                    {true, true, false, {}},
+                                    {true, true, true, {}},
+                                    {false, false, false, {}},
+                                    {false, true, false, {}}};
     if (!policy.config.empty())
-      settings = {{true, true, true}, {false, false, false}};
+      settings = {{true, true, true, {}}, {false, false, false, {}}};
     for (Config config : settings) {
       if (policy.NeedsCoalescing()) config.coalescing = true;
       config.policy = policy;

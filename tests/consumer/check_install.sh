@@ -35,4 +35,16 @@ if [ -x "$prefix/bin/tensormem" ]; then
   cli_version=$("$prefix/bin/tensormem" --version)
   [ "$cli_version" = "tensormem $version" ] || { echo "CLI: '$cli_version'" >&2; exit 1; }
 fi
+# tensormem::model, when the package has it: the same buffer count as the CLI's.
+if [ -x "$work/cmake/model_consumer" ] && [ -x "$prefix/bin/tensormem" ]; then
+  model="$here/../../data/onnx/mobilenet_v2.onnx"
+  model_output=$("$work/cmake/model_consumer" "$model")
+  cli_buffers=$("$prefix/bin/tensormem" convert "$model" "$work/model.csv" --json |
+                sed -n 's/^  "buffers": \([0-9]*\).*/\1/p')
+  if [ -z "$cli_buffers" ] || [ "$model_output" != "model buffers $cli_buffers" ]; then
+    echo "model consumer printed '$model_output', the CLI counts '$cli_buffers'" >&2
+    exit 1
+  fi
+  echo "tensormem::model consumer: $model_output"
+fi
 echo "find_package and pkg-config consumers: $expected"

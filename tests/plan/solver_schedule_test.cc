@@ -93,7 +93,9 @@ TEST(RestartScheduleTest,
   for (const OrderRun& run : first)
     last_restart = std::max(last_restart, run.order);
   for (const OrderRun& run : second) {
-    if (run.order >= kBaseOrderCount) EXPECT_GT(run.order, last_restart);
+    if (run.order >= kBaseOrderCount) {
+      EXPECT_GT(run.order, last_restart);
+    }
   }
 }
 

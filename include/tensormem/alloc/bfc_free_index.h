@@ -58,6 +58,13 @@ class BfcFreeIndex {
   virtual void Insert(const FreeChunkKey& key) = 0;
   // Removes a chunk; returns false when (size, address) was not in the index.
   virtual bool Erase(const FreeChunkKey& key) = 0;
+  // Replaces a chunk's key with `new_key` (a chunk cut by a split): the same
+  // as Erase(old_key) then Insert(new_key), which an index may do in one step.
+  virtual void Replace(const FreeChunkKey& old_key,
+                       const FreeChunkKey& new_key) {
+    Erase(old_key);
+    Insert(new_key);
+  }
   virtual bool Contains(const FreeChunkKey& key) const = 0;
   virtual size_t Size() const = 0;
 

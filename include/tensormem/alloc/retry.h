@@ -7,7 +7,7 @@
 // only that last failure logs its explanation.
 //
 //   AllocationRetrier retrier;
-//   // `attempt` is the allocator's own single try (nullptr when out of memory).
+//   // `attempt`: the allocator's single try (nullptr when out of memory).
 //   void* p = retrier.AllocateWithRetry(
 //       [&](bool verbose) { return attempt(bytes, verbose); },
 //       absl::Seconds(10));

@@ -46,8 +46,7 @@ class SystemAllocator final : public Allocator {
       ABSL_LOCKS_EXCLUDED(mutex_);
 
  private:
-  void* DoAllocate(size_t bytes, size_t alignment,
-                   int32_t /*stream*/) override
+  void* DoAllocate(size_t bytes, size_t alignment, int32_t /*stream*/) override
       ABSL_LOCKS_EXCLUDED(mutex_);
   absl::Status DoDeallocate(void* ptr) override ABSL_LOCKS_EXCLUDED(mutex_);
 

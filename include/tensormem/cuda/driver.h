@@ -33,27 +33,49 @@ namespace tensormem {
 // Every driver entry point tensormem calls. cuda.h maps some names to their
 // versioned symbols (cuMemAlloc -> cuMemAlloc_v2); the table resolves the
 // versioned one, as a program linked against cuda.h would.
-#define TENSORMEM_CUDA_ENTRY_POINTS(X)                                        \
-  X(cuInit)                                                                   \
-  X(cuGetErrorName)                                                           \
-  X(cuDriverGetVersion)                                                       \
-  X(cuDeviceGetCount)                                                         \
-  X(cuDeviceGet)                                                              \
-  X(cuDeviceTotalMem)                                                         \
-  X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain)                         \
-      X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(   \
-          cuCtxSynchronize) X(cuMemGetInfo) X(cuMemAlloc) X(cuMemFree)        \
-          X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemGetAllocationGranularity) \
-              X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemCreate)       \
-                  X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) \
-                      X(cuMemPoolCreate) X(cuMemPoolDestroy)                  \
-                          X(cuMemPoolSetAttribute) X(cuMemPoolGetAttribute)   \
-                              X(cuMemPoolTrimTo) X(cuMemAllocFromPoolAsync)   \
-                                  X(cuMemFreeAsync) X(cuStreamCreate) X(      \
-                                      cuStreamDestroy) X(cuStreamSynchronize) \
-                                      X(cuStreamWaitEvent) X(cuEventCreate)   \
-                                          X(cuEventDestroy) X(cuEventRecord)  \
-                                              X(cuEventQuery)
+// clang-format off
+#define TENSORMEM_CUDA_ENTRY_POINTS(X) \
+  X(cuInit) \
+  X(cuGetErrorName) \
+  X(cuDriverGetVersion) \
+  X(cuDeviceGetCount) \
+  X(cuDeviceGet) \
+  X(cuDeviceTotalMem) \
+  X(cuDeviceGetAttribute) \
+  X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxSetCurrent) \
+  X(cuCtxGetCurrent) \
+  X(cuCtxSynchronize) \
+  X(cuMemGetInfo) \
+  X(cuMemAlloc) \
+  X(cuMemFree) \
+  X(cuMemHostAlloc) \
+  X(cuMemFreeHost) \
+  X(cuMemGetAllocationGranularity) \
+  X(cuMemAddressReserve) \
+  X(cuMemAddressFree) \
+  X(cuMemCreate) \
+  X(cuMemRelease) \
+  X(cuMemMap) \
+  X(cuMemUnmap) \
+  X(cuMemSetAccess) \
+  X(cuMemPoolCreate) \
+  X(cuMemPoolDestroy) \
+  X(cuMemPoolSetAttribute) \
+  X(cuMemPoolGetAttribute) \
+  X(cuMemPoolTrimTo) \
+  X(cuMemAllocFromPoolAsync) \
+  X(cuMemFreeAsync) \
+  X(cuStreamCreate) \
+  X(cuStreamDestroy) \
+  X(cuStreamSynchronize) \
+  X(cuStreamWaitEvent) \
+  X(cuEventCreate) \
+  X(cuEventDestroy) \
+  X(cuEventRecord) \
+  X(cuEventQuery)
+// clang-format on
 
 struct CudaDriverApi {
 #define TENSORMEM_CUDA_DECLARE_ENTRY(name) decltype(&::name) name = nullptr;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "tensormem/core/status_macros.h"
 
 namespace tensormem {
 namespace {
@@ -57,17 +58,9 @@ absl::Status ValidateArenaGraph(const ArenaGraph& graph) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%d tensors: at most 2^31 - 1 are supported", n));
   }
-  if (absl::Status s = CheckIndices(graph.inputs, n, true, "inputs"); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckIndices(graph.outputs, n, false, "outputs");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckIndices(graph.variables, n, false, "variables");
-      !s.ok()) {
-    return s;
-  }
+  TM_RETURN_IF_ERROR(CheckIndices(graph.inputs, n, true, "inputs"));
+  TM_RETURN_IF_ERROR(CheckIndices(graph.outputs, n, false, "outputs"));
+  TM_RETURN_IF_ERROR(CheckIndices(graph.variables, n, false, "variables"));
   // Who produces each tensor, so a second producer can be named in the error.
   std::vector<std::string> producer(n);
   auto claim = [&](int tensor, const std::string& by) -> absl::Status {
@@ -87,32 +80,23 @@ absl::Status ValidateArenaGraph(const ArenaGraph& graph) {
     return absl::OkStatus();
   };
   for (int t : graph.inputs) {
-    if (absl::Status s = claim(t, "graph inputs/variables"); !s.ok()) return s;
+    TM_RETURN_IF_ERROR(claim(t, "graph inputs/variables"));
   }
   for (int t : graph.variables) {
-    if (absl::Status s = claim(t, "graph inputs/variables"); !s.ok()) return s;
+    TM_RETURN_IF_ERROR(claim(t, "graph inputs/variables"));
   }
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const ArenaNode& node = graph.nodes[i];
     const std::string name = absl::StrFormat("nodes[%d]", i);
-    if (absl::Status s = CheckIndices(node.inputs, n, true, name + ".inputs");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = CheckIndices(node.outputs, n, true, name + ".outputs");
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s =
-            CheckIndices(node.temporaries, n, false, name + ".temporaries");
-        !s.ok()) {
-      return s;
-    }
+    TM_RETURN_IF_ERROR(CheckIndices(node.inputs, n, true, name + ".inputs"));
+    TM_RETURN_IF_ERROR(CheckIndices(node.outputs, n, true, name + ".outputs"));
+    TM_RETURN_IF_ERROR(
+        CheckIndices(node.temporaries, n, false, name + ".temporaries"));
     for (int t : node.outputs) {
-      if (absl::Status s = claim(t, name + ".outputs"); !s.ok()) return s;
+      TM_RETURN_IF_ERROR(claim(t, name + ".outputs"));
     }
     for (int t : node.temporaries) {
-      if (absl::Status s = claim(t, name + ".temporaries"); !s.ok()) return s;
+      TM_RETURN_IF_ERROR(claim(t, name + ".temporaries"));
     }
     for (int position : node.inplace.inputs) {
       if (position < 0 || position > 2) {
