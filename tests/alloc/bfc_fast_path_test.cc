@@ -134,7 +134,9 @@ TEST(BfcFreeIndexReplaceTest, MatchesEraseThenInsert) {
     const std::optional<FreeChunkKey> a = fast->FindBestFit(probe);
     const std::optional<FreeChunkKey> b = reference.FindBestFit(probe);
     ASSERT_EQ(a.has_value(), b.has_value()) << "step " << step;
-    if (a) ASSERT_EQ(*a, *b) << "step " << step;
+    if (a) {
+      ASSERT_EQ(*a, *b) << "step " << step;
+    }
   }
   for (const FreeChunkKey& key : keys) EXPECT_TRUE(fast->Contains(key));
 }
