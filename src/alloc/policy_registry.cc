@@ -72,26 +72,43 @@ absl::StatusOr<std::unique_ptr<AllocationPolicy>> CreatePolicy(
                       absl::StrJoin(known, ", ")));
 }
 
+absl::StatusOr<std::vector<std::string>> SplitOutsideBrackets(
+    std::string_view text) {
+  std::vector<std::string> pieces;
+  int depth = 0;
+  size_t begin = 0;
+  for (size_t end = 0; end <= text.size(); ++end) {
+    const char c = end < text.size() ? text[end] : ',';
+    if (c == '[') ++depth;
+    if (c == ']' && --depth < 0) break;
+    if (c != ',' || depth != 0) continue;
+    const std::string_view piece = Strip(text.substr(begin, end - begin));
+    if (!piece.empty()) pieces.emplace_back(piece);
+    begin = end + 1;
+  }
+  if (depth != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("unbalanced brackets in '%s'", std::string(text)));
+  }
+  return pieces;
+}
+
 absl::StatusOr<std::vector<ConfigEntry>> ParsePolicyConfig(
     std::string_view text) {
+  absl::StatusOr<std::vector<std::string>> pieces = SplitOutsideBrackets(text);
+  if (!pieces.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("configuration: ", pieces.status().message(),
+                     " (entries are key:value, separated by commas)"));
+  }
   std::vector<ConfigEntry> entries;
-  size_t begin = 0;
-  while (begin < text.size()) {
-    size_t end = begin;
-    int depth = 0;
-    for (; end < text.size() && (depth > 0 || text[end] != ','); ++end) {
-      if (text[end] == '[') ++depth;
-      if (text[end] == ']') --depth;
-    }
-    const std::string_view entry = Strip(text.substr(begin, end - begin));
-    begin = end + 1;
-    if (entry.empty()) continue;
+  for (const std::string& piece : *pieces) {
+    const std::string_view entry = piece;
     const size_t colon = entry.find(':');
     if (colon == std::string_view::npos || colon == 0 ||
-        colon + 1 == entry.size() || depth != 0) {
+        colon + 1 == entry.size()) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "configuration entry '%s' is not of the form key:value",
-          std::string(entry)));
+          "configuration entry '%s' is not of the form key:value", piece));
     }
     entries.push_back({std::string(Strip(entry.substr(0, colon))),
                        std::string(Strip(entry.substr(colon + 1)))});

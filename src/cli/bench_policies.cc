@@ -50,23 +50,12 @@ absl::StatusOr<std::vector<std::string>> SplitPolicyItems(
     items.emplace_back("pytorch[expandable_segments:True]");
     return items;
   }
-  int depth = 0;
-  std::string item;
-  for (const char c : text + ",") {
-    if (c == '[') ++depth;
-    if (c == ']') --depth;
-    if (c != ',' || depth != 0) {
-      item += c;
-    } else if (!item.empty()) {
-      items.push_back(std::move(item));
-      item.clear();
-    }
-  }
-  if (depth != 0) {
+  absl::StatusOr<std::vector<std::string>> pieces = SplitOutsideBrackets(text);
+  if (!pieces.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--policies: unbalanced brackets in '", text, "'"));
+        absl::StrCat("--policies: ", pieces.status().message()));
   }
-  return items;
+  return pieces;
 }
 
 // "name" or "name[config]", checked by building the allocator once.

@@ -51,6 +51,11 @@ struct ConfigEntry {
 // the value). Errors name the malformed entry.
 absl::StatusOr<std::vector<ConfigEntry>> ParsePolicyConfig(
     std::string_view text);
+// `text` cut at the commas outside square brackets, each piece stripped of
+// spaces, empty pieces dropped: "a:1, b:[2,3]" -> {"a:1", "b:[2,3]"}.
+// Errors: unbalanced brackets.
+absl::StatusOr<std::vector<std::string>> SplitOutsideBrackets(
+    std::string_view text);
 
 }  // namespace tensormem
 
