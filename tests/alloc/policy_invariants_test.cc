@@ -52,13 +52,13 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   return name;
 }
 
-// Configurations beyond the defaults worth running through the checker.
-std::vector<std::string> ConfigsOf(std::string_view policy) {
-  if (policy == "pytorch") {
-    return {"", "expandable_segments:True", "max_split_size_mb:64",
-            "roundup_power2_divisions:4,garbage_collection_threshold:0.7"};
-  }
-  return {""};
+// The default configuration and the registry's examples, so a policy's new
+// keys join the checker with its registration.
+std::vector<std::string> ConfigsOf(const PolicyInfo& policy) {
+  std::vector<std::string> configs = {""};
+  for (std::string_view example : policy.example_configs)
+    configs.emplace_back(example);
+  return configs;
 }
 
 bool NeedsCoalescing(const std::string& config) {
@@ -69,7 +69,7 @@ bool NeedsCoalescing(const std::string& config) {
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (const PolicyInfo& info : Policies()) {
-    for (const std::string& config : ConfigsOf(info.name)) {
+    for (const std::string& config : ConfigsOf(info)) {
       for (bool growth : {true, false}) {
         for (bool coalescing : {false, true}) {
           if (NeedsCoalescing(config) && !coalescing) continue;
@@ -232,7 +232,7 @@ struct ThreadCase {
 std::vector<ThreadCase> AllThreadCases() {
   std::vector<ThreadCase> cases;
   for (const PolicyInfo& info : Policies()) {
-    for (const std::string& config : ConfigsOf(info.name)) {
+    for (const std::string& config : ConfigsOf(info)) {
       if (!NeedsCoalescing(config)) {
         cases.push_back(
             {{std::string(info.name), config, true, false}, "host"});
