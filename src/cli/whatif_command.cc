@@ -144,11 +144,9 @@ void AddWhatIfCommand(CLI::App& app) {
       ->add_option("--device", flags->device,
                    "PyTorch snapshot: which device's events (default 0)")
       ->check(CLI::NonNegativeNumber);
-  command->add_option(
-      "--policies", flags->policies,
-      "candidates separated by ';' (default: \"tf; pytorch; pytorch "
-      "config=expandable_segments:True; pytorch config=max_split_size_mb:512; "
-      "tight\")");
+  command->add_option("--policies", flags->policies,
+                      "candidates separated by ';' (default: \"" +
+                          std::string(kDefaultWhatIfCandidates) + "\")");
   command->add_option("--try", flags->tries,
                       "one more candidate (repeatable), e.g. --try \"pytorch "
                       "config=roundup_power2_divisions:4\"");

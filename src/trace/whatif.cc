@@ -12,10 +12,6 @@
 namespace tensormem {
 namespace {
 
-constexpr char kDefaultCandidates[] =
-    "tf; pytorch; pytorch config=expandable_segments:True; "
-    "pytorch config=max_split_size_mb:512; tight";
-
 // Fastest of a few timing passes, until 50 ms were measured.
 absl::Status MeasureSpeed(const PreparedTrace& trace, const AllocatorSpec& spec,
                           ReplayMetrics& metrics) {
@@ -189,7 +185,7 @@ absl::StatusOr<std::vector<WhatIfCandidate>> ParseWhatIfCandidates(
 }
 
 std::vector<WhatIfCandidate> DefaultWhatIfCandidates() {
-  return *ParseWhatIfCandidates(kDefaultCandidates);
+  return *ParseWhatIfCandidates(kDefaultWhatIfCandidates);
 }
 
 absl::StatusOr<WhatIfResult> RunWhatIf(

@@ -41,8 +41,12 @@ absl::StatusOr<WhatIfCandidate> ParseWhatIfCandidate(std::string_view text);
 // Candidates separated by ';' (empty ones are skipped).
 absl::StatusOr<std::vector<WhatIfCandidate>> ParseWhatIfCandidates(
     std::string_view text);
-// tf, pytorch, pytorch with expandable_segments:True, pytorch with
-// max_split_size_mb:512, tight.
+// The candidates compared when none are given, in ParseWhatIfCandidates'
+// syntax.
+inline constexpr std::string_view kDefaultWhatIfCandidates =
+    "tf; pytorch; pytorch config=expandable_segments:True; "
+    "pytorch config=max_split_size_mb:512; tight";
+// kDefaultWhatIfCandidates, parsed.
 std::vector<WhatIfCandidate> DefaultWhatIfCandidates();
 
 struct WhatIfOptions {
