@@ -96,19 +96,11 @@ PreparedTrace LoadTrace(std::string_view command, const std::string& path,
 
 ReplayMetrics MeasureSpeed(std::string_view command, const PreparedTrace& trace,
                            const AllocatorSpec& spec) {
-  constexpr double kEnoughSeconds = 0.05;
   constexpr int kMaxRuns = 10;
-  ReplayMetrics fastest;
-  double measured = 0;
-  for (int run = 0; run < kMaxRuns && measured < kEnoughSeconds; ++run) {
-    absl::StatusOr<ReplayTarget> target = CreateReplayTarget(spec);
-    if (!target.ok()) Fail(command, 1, std::string(target.status().message()));
-    ReplayMetrics timing;
-    TimeReplay(trace, *target, timing);
-    measured += timing.seconds;
-    if (run == 0 || timing.ns_per_op < fastest.ns_per_op) fastest = timing;
-  }
-  return fastest;
+  absl::StatusOr<ReplayMetrics> fastest =
+      FastestTimedReplay(trace, spec, kMaxRuns);
+  if (!fastest.ok()) Fail(command, 1, std::string(fastest.status().message()));
+  return *fastest;
 }
 
 absl::StatusOr<MinimumLimit> MinimumLimitFor(const PreparedTrace& trace,

@@ -41,9 +41,8 @@ Trace ReadInput(std::string_view command, const std::string& path,
 PreparedTrace LoadTrace(std::string_view command, const std::string& path,
                         int device = 0);
 
-// Times the allocator calls alone (TimeReplay) on fresh allocators, repeated
-// until 50 ms were measured or 10 runs, so short traces are not just noise;
-// keeps the fastest run. Errors end the command with exit code 1.
+// FastestTimedReplay with up to 10 runs. Errors end the command with exit
+// code 1.
 ReplayMetrics MeasureSpeed(std::string_view command, const PreparedTrace& trace,
                            const AllocatorSpec& spec);
 

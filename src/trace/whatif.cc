@@ -12,25 +12,9 @@
 namespace tensormem {
 namespace {
 
-// Fastest of a few timing passes, until 50 ms were measured.
-absl::Status MeasureSpeed(const PreparedTrace& trace, const AllocatorSpec& spec,
-                          ReplayMetrics& metrics) {
-  constexpr double kEnoughSeconds = 0.05;
-  constexpr int kMaxRuns = 5;
-  double measured = 0;
-  for (int run = 0; run < kMaxRuns && measured < kEnoughSeconds; ++run) {
-    absl::StatusOr<ReplayTarget> target = CreateReplayTarget(spec);
-    if (!target.ok()) return target.status();
-    ReplayMetrics timing;
-    TimeReplay(trace, *target, timing);
-    measured += timing.seconds;
-    if (run == 0 || timing.ns_per_op < metrics.ns_per_op) {
-      metrics.seconds = timing.seconds;
-      metrics.ns_per_op = timing.ns_per_op;
-    }
-  }
-  return absl::OkStatus();
-}
+// Timing passes per candidate: fewer than `replay`'s, as every candidate
+// is timed.
+constexpr int kTimingRuns = 5;
 
 // The first failure the allocator itself produced under `limit`.
 absl::StatusOr<std::optional<WhatIfOutOfMemory>> FirstOutOfMemory(
@@ -104,9 +88,11 @@ absl::StatusOr<WhatIfRow> RunCandidate(const PreparedTrace& trace,
   row.metrics = result->metrics;
   UseTimeline(result->timeline, samples, row);
   if (options.measure_speed) {
-    if (absl::Status timed = MeasureSpeed(trace, candidate.spec, row.metrics);
-        !timed.ok())
-      return timed;
+    absl::StatusOr<ReplayMetrics> timed =
+        FastestTimedReplay(trace, candidate.spec, kTimingRuns);
+    if (!timed.ok()) return timed.status();
+    row.metrics.seconds = timed->seconds;
+    row.metrics.ns_per_op = timed->ns_per_op;
   }
   if (options.min_limit) {
     AllocatorSpec trial = candidate.spec;

@@ -20,6 +20,13 @@ namespace tensormem {
 // Errors: those of CreateAllocator.
 absl::StatusOr<ReplayTarget> CreateReplayTarget(const AllocatorSpec& spec);
 
+// Times the allocator calls alone (TimeReplay) on fresh allocators, repeated
+// until 50 ms were measured or `max_runs` ran, so short traces are not just
+// noise; returns the fastest run. Errors: those of CreateReplayTarget.
+absl::StatusOr<ReplayMetrics> FastestTimedReplay(const PreparedTrace& trace,
+                                                 const AllocatorSpec& spec,
+                                                 int max_runs);
+
 }  // namespace tensormem
 
 #endif  // TENSORMEM_TRACE_REPLAY_ALLOCATOR_H_
