@@ -29,7 +29,7 @@ struct BfcChunk {
   uint64_t address = 0;
   uint64_t size = 0;
   uint64_t requested_size = 0;  // what the caller asked for; 0 when free
-  int64_t allocation_id = -1;   // -1 when free; ids start at 1
+  int64_t allocation_id = kFreeChunkId;  // ids of blocks start at 1
   uint64_t freed_at_count =
       0;  // timing counter value at free; 0 = safe to reuse
   ChunkHandle prev = kInvalidChunk;
@@ -39,7 +39,14 @@ struct BfcChunk {
   // that has since been merged away are recognised as stale.
   uint32_t generation = 0;
 
-  bool in_use() const { return allocation_id != -1; }
+  // A free chunk is in its pool's free index; a decommitted one is address
+  // space whose memory went back to the upstream: neither free nor in use.
+  static constexpr int64_t kFreeChunkId = -1;
+  static constexpr int64_t kDecommittedChunkId = -2;
+
+  bool in_use() const { return allocation_id > 0; }
+  bool is_free() const { return allocation_id == kFreeChunkId; }
+  bool decommitted() const { return allocation_id == kDecommittedChunkId; }
   uint64_t end() const { return address + size; }
   FreeChunkKey Key(ChunkHandle self) const { return {size, address, self}; }
 };

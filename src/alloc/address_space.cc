@@ -65,7 +65,7 @@ ReservedAddressSpace::~ReservedAddressSpace() {
 }
 
 FreeRangeMap::FreeRangeMap(uintptr_t start, uint64_t size)
-    : end_(start + size) {
+    : start_(start), end_(start + size) {
   if (size > 0) {
     free_.emplace(start, size);
     free_bytes_ = size;
@@ -137,6 +137,16 @@ void FreeRangeMap::Release(uintptr_t start, uint64_t size) {
   }
   free_.emplace(merged_start, merged_size);
   free_bytes_ += size;
+}
+
+bool FreeRangeMap::Overlaps(uintptr_t start, uint64_t size) const {
+  // The first free range ending after `start` is the only candidate.
+  auto next = free_.upper_bound(start);
+  if (next != free_.begin()) {
+    const auto previous = std::prev(next);
+    if (previous->first + previous->second > start) return true;
+  }
+  return next != free_.end() && next->first < start + size;
 }
 
 }  // namespace tensormem::internal

@@ -63,6 +63,10 @@ class FreeRangeMap {
   // Returns a range previously taken; merges it with free neighbours.
   void Release(uintptr_t start, uint64_t size);
 
+  uintptr_t start() const { return start_; }
+  uintptr_t end() const { return end_; }
+  // Whether any part of [start, start + size) is free.
+  bool Overlaps(uintptr_t start, uint64_t size) const;
   uint64_t free_bytes() const { return free_bytes_; }
   size_t range_count() const { return free_.size(); }
 
@@ -75,6 +79,7 @@ class FreeRangeMap {
   static std::optional<uintptr_t> FitIn(uintptr_t start, uint64_t length,
                                         uint64_t size, uint64_t alignment);
 
+  const uintptr_t start_;
   const uintptr_t end_;
   absl::btree_map<uintptr_t, uint64_t>
       free_;  // start -> length, disjoint, never adjacent

@@ -17,6 +17,7 @@ BfcCore::BfcCore(SubAllocator* upstream, const Config& config,
       coalesce_regions_(upstream->SupportsCoalescing() &&
                         policy_->MergesRegions()),
       tail_kept_below_(policy_->TailKeptFromRequestsBelow()),
+      decommit_granule_(ChooseDecommitGranule()),
       separates_streams_(policy_->SeparatesStreams()),
       pools_per_stream_(policy_->NumPools()),
       inline_(policy_->Inline()),
@@ -73,6 +74,13 @@ void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
 
 void* BfcCore::GrowAndFind(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                            uint64_t freed_before, int pool) {
+  if (decommit_granule_ > 0) {
+    DecommitFreeGranules(pool);
+    if (alignment == bfc::kMinAllocationSize) {
+      if (void* ptr = RecommitAndFind(bytes, rounded, freed_before, pool))
+        return ptr;
+    }
+  }
   bool relied_on_tail = false;
   if (!Extend(alignment, rounded, pool, /*use_free_tail=*/true,
               &relied_on_tail)) {
@@ -170,7 +178,7 @@ absl::Status BfcCore::Free(void* ptr) {
   const ChunkHandle handle = map_.TakeLive(address);
   if (handle == kInvalidChunk) return DiagnoseBadFree(address);
   BfcChunk& chunk = map_.chunk(handle);
-  chunk.allocation_id = -1;
+  chunk.allocation_id = BfcChunk::kFreeChunkId;
   stats_.bytes_requested -= chunk.requested_size;
   chunk.requested_size = 0;
   stats_.bytes_in_use -= chunk.size;
@@ -231,13 +239,13 @@ ChunkHandle BfcCore::SplitChunk(ChunkHandle handle, uint64_t head_bytes) {
 ChunkHandle BfcCore::TryToCoalesce(ChunkHandle handle, bool ignore_freed_at) {
   ChunkHandle result = handle;
   const ChunkHandle next = map_.chunk(handle).next;
-  if (next != kInvalidChunk && !map_.chunk(next).in_use() &&
+  if (next != kInvalidChunk && map_.chunk(next).is_free() &&
       (ignore_freed_at || map_.chunk(next).freed_at_count == 0)) {
     RemoveFree(next);
     Merge(handle, next);
   }
   const ChunkHandle prev = map_.chunk(handle).prev;
-  if (prev != kInvalidChunk && !map_.chunk(prev).in_use() &&
+  if (prev != kInvalidChunk && map_.chunk(prev).is_free() &&
       (ignore_freed_at || map_.chunk(prev).freed_at_count == 0)) {
     RemoveFree(prev);
     Merge(prev, handle);

@@ -8,6 +8,7 @@
 //
 // The implementation is split by concern: bfc_core.cc (allocate, free, split,
 // merge), bfc_extend.cc (growing and garbage-collecting regions),
+// bfc_decommit.cc (giving back memory inside regions and taking it again),
 // bfc_timestamps.cc (timestamped frees), bfc_introspection.cc (stats, dumps,
 // invariants, failure reports).
 #ifndef TENSORMEM_SRC_ALLOC_BFC_CORE_H_
@@ -141,6 +142,31 @@ class BfcCore {
   uint64_t TrimTrailingPieces();
   uint64_t TrailingFreePieceBytes() const;
 
+  // bfc_decommit.cc
+  // The granule in which free memory inside regions is decommitted (0: never).
+  uint64_t ChooseDecommitGranule() const;
+  // Decommits the whole granules inside the pool's free chunks (but a
+  // region's last chunk, which growth extends).
+  void DecommitFreeGranules(int pool);
+  void DecommitInside(ChunkHandle handle);
+  // Recommits part of a decommitted chunk next to free memory when that makes
+  // a fit for `rounded` bytes more cheaply than extending the free tail; then
+  // allocates. nullptr when extending is cheaper or recommitting fails.
+  void* RecommitAndFind(uint64_t bytes, uint64_t rounded, uint64_t freed_before,
+                        int pool);
+  struct RecommitChoice {
+    ChunkHandle chunk = kInvalidChunk;
+    uint64_t offset = 0;  // into the decommitted chunk
+    uint64_t bytes = 0;
+  };
+  std::optional<RecommitChoice> CheapestRecommit(uint64_t rounded,
+                                                 int pool) const;
+  // Adds the ways of recommitting part of decommitted chunk `handle` for
+  // `rounded` bytes to the choices, keeping the cheapest in `best`.
+  void ConsiderRecommits(ChunkHandle handle, uint64_t rounded,
+                         std::optional<RecommitChoice>& best) const;
+  // Bytes of `handle` if it is a free chunk a recommitted range merges with.
+  uint64_t FreeBytesToMerge(ChunkHandle handle) const;
   // bfc_timestamps.cc
   bool MergeTimestampedChunks(uint64_t required_bytes);
 
@@ -148,6 +174,13 @@ class BfcCore {
   void RecordFailure(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                      uint64_t freed_before);
   uint64_t LargestFreeBlock() const;
+  struct ChunkTally {
+    uint64_t in_use_bytes = 0, pool_bytes = 0, decommitted_bytes = 0;
+    uint64_t free_chunks = 0, live_chunks = 0, requested_bytes = 0;
+  };
+  absl::Status CheckRegion(const BfcRegion& region, ChunkTally& tally) const;
+  absl::Status CheckChunk(ChunkHandle h, ChunkHandle prev, uint32_t region_pool,
+                          ChunkTally& tally) const;
 
   struct QueuedChunk {
     ChunkHandle handle;
@@ -159,6 +192,7 @@ class BfcCore {
   const std::unique_ptr<AllocationPolicy> policy_;
   const bool coalesce_regions_;
   const uint64_t tail_kept_below_;
+  const uint64_t decommit_granule_;
   const bool separates_streams_;
   const int pools_per_stream_;
   // Engine pool p belongs to stream streams_[p / pools_per_stream_] (only

@@ -78,7 +78,7 @@ uint64_t BfcCore::FreeTailBytes(int pool) const {
   }
   if (highest == nullptr) return 0;
   const BfcChunk& last = map_.chunk(LastChunk(*highest));
-  return last.in_use() || last.freed_at_count != 0 ? 0 : last.size;
+  return !last.is_free() || last.freed_at_count != 0 ? 0 : last.size;
 }
 
 bool BfcCore::AddMemory(void* ptr, uint64_t bytes_received, int pool) {
@@ -161,7 +161,7 @@ uint64_t BfcCore::TrailingFreePieceBytes() const {
   uint64_t bytes = 0;
   for (const BfcRegion& region : map_.regions()) {
     const BfcChunk& chunk = map_.chunk(LastChunk(region));
-    if (chunk.in_use() || chunk.freed_at_count != 0) continue;
+    if (!chunk.is_free() || chunk.freed_at_count != 0) continue;
     for (size_t i = region.pieces.size() - 1; i > 0; --i) {
       if (reinterpret_cast<uint64_t>(region.pieces[i].ptr) < chunk.address) {
         break;
@@ -186,7 +186,7 @@ uint64_t BfcCore::TrimTrailingPieces() {
       BfcChunk& chunk = map_.chunk(last);
       const UpstreamPiece piece = region->pieces.back();
       const uint64_t piece_start = reinterpret_cast<uint64_t>(piece.ptr);
-      if (chunk.in_use() || chunk.freed_at_count != 0 ||
+      if (!chunk.is_free() || chunk.freed_at_count != 0 ||
           chunk.address > piece_start) {
         break;
       }
@@ -216,8 +216,14 @@ void BfcCore::DeallocateRegions(const std::vector<uint64_t>& region_starts) {
     const BfcRegion* region = map_.RegionContaining(start);
     ChunkHandle h = region->first_chunk;
     while (h != kInvalidChunk) {
-      const ChunkHandle next = map_.chunk(h).next;
-      RemoveFree(h);
+      const BfcChunk& chunk = map_.chunk(h);
+      const ChunkHandle next = chunk.next;
+      // Decommitted memory is no longer counted in the pool.
+      if (chunk.decommitted()) {
+        stats_.pool_bytes += chunk.size;
+      } else {
+        RemoveFree(h);
+      }
       map_.ReleaseChunk(h);
       h = next;
     }

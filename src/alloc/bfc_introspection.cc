@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "alloc/bfc_core.h"
 #include "tensormem/alloc/bfc_policy.h"
+#include "tensormem/core/status_macros.h"
 #include "tensormem/core/units.h"
 
 namespace tensormem::internal {
@@ -27,7 +28,7 @@ AllocatorStats BfcCore::Stats() const {
     if (region.first_chunk == region.last_chunk) continue;  // not split
     for (ChunkHandle h = region.first_chunk; h != kInvalidChunk;
          h = map_.chunk(h).next) {
-      if (!map_.chunk(h).in_use())
+      if (map_.chunk(h).is_free())
         stats.inactive_split_bytes += map_.chunk(h).size;
     }
   }
@@ -72,8 +73,9 @@ MemoryDump BfcCore::Dump(std::string_view name) const {
       const BfcChunk& c = map_.chunk(h);
       const int bin = bfc::BinNumForSize(c.size);
       out.chunks.push_back({c.address, c.address - dump.base_address, c.size,
-                            c.requested_size, c.in_use(), bin, c.allocation_id,
-                            c.freed_at_count});
+                            c.requested_size, c.in_use(), c.decommitted(), bin,
+                            c.allocation_id, c.freed_at_count});
+      if (c.decommitted()) continue;  // in no bin
       MemoryDump::BinSummary& summary = dump.bins[bin];
       summary.total_bytes_in_bin += c.size;
       ++summary.total_chunks_in_bin;
@@ -126,9 +128,80 @@ std::string BfcCore::RenderOccupancy() const {
   return picture;
 }
 
+absl::Status BfcCore::CheckChunk(ChunkHandle h, ChunkHandle prev,
+                                 uint32_t region_pool,
+                                 ChunkTally& tally) const {
+  const BfcChunk& c = map_.chunk(h);
+  if (c.prev != prev) {
+    return absl::InternalError(
+        absl::StrFormat("chunk 0x%x has a wrong prev link", c.address));
+  }
+  const BfcChunk* before = prev == kInvalidChunk ? nullptr : &map_.chunk(prev);
+  if (c.in_use()) {
+    ++tally.live_chunks;
+    tally.in_use_bytes += c.size;
+    tally.requested_bytes += c.requested_size;
+    if (map_.FindLive(c.address) != h || c.requested_size == 0 ||
+        c.requested_size > c.size) {
+      return absl::InternalError(absl::StrFormat(
+          "in-use chunk 0x%x is not registered correctly", c.address));
+    }
+  } else if (c.decommitted()) {
+    tally.decommitted_bytes += c.size;
+    if (before != nullptr && before->decommitted()) {
+      return absl::InternalError(
+          absl::StrFormat("decommitted chunks at 0x%x and 0x%x were not merged",
+                          before->address, c.address));
+    }
+  } else {
+    ++tally.free_chunks;
+    if (c.pool != region_pool || !indexes_[c.pool]->Contains(c.Key(h))) {
+      return absl::InternalError(absl::StrFormat(
+          "free chunk 0x%x of %d bytes is not in its bin", c.address, c.size));
+    }
+    if (before != nullptr && before->is_free() && before->freed_at_count == 0 &&
+        c.freed_at_count == 0) {
+      return absl::InternalError(
+          absl::StrFormat("free chunks at 0x%x and 0x%x were not merged",
+                          before->address, c.address));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BfcCore::CheckRegion(const BfcRegion& region,
+                                  ChunkTally& tally) const {
+  for (const UpstreamPiece& piece : region.pieces)
+    tally.pool_bytes += piece.bytes;
+  uint64_t expected_address = region.begin;
+  ChunkHandle prev = kInvalidChunk;
+  for (ChunkHandle h = region.first_chunk; h != kInvalidChunk;
+       h = map_.chunk(h).next) {
+    const BfcChunk& c = map_.chunk(h);
+    if (c.address != expected_address || c.size == 0 ||
+        c.size % bfc::kMinAllocationSize) {
+      return absl::InternalError(absl::StrFormat(
+          "chunk at 0x%x of %d bytes does not continue region 0x%x at 0x%x",
+          c.address, c.size, region.begin, expected_address));
+    }
+    TM_RETURN_IF_ERROR(CheckChunk(h, prev, region.pool, tally));
+    expected_address = c.end();
+    prev = h;
+  }
+  if (prev != region.last_chunk) {
+    return absl::InternalError(absl::StrFormat(
+        "region 0x%x does not know its last chunk", region.begin));
+  }
+  if (expected_address != region.end) {
+    return absl::InternalError(
+        absl::StrFormat("chunks of region 0x%x end at 0x%x, not at 0x%x",
+                        region.begin, expected_address, region.end));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status BfcCore::CheckInvariants() const {
-  uint64_t in_use_bytes = 0, pool_bytes = 0, free_chunks = 0, live_chunks = 0;
-  uint64_t requested_bytes = 0;
+  ChunkTally tally;
   uint64_t previous_end = 0;
   for (const BfcRegion& region : map_.regions()) {
     if (region.begin < previous_end || region.end <= region.begin) {
@@ -136,76 +209,30 @@ absl::Status BfcCore::CheckInvariants() const {
           absl::StrFormat("region 0x%x overlaps or is empty", region.begin));
     }
     previous_end = region.end;
-    for (const UpstreamPiece& piece : region.pieces) pool_bytes += piece.bytes;
-    uint64_t expected_address = region.begin;
-    ChunkHandle prev = kInvalidChunk;
-    for (ChunkHandle h = region.first_chunk; h != kInvalidChunk;
-         h = map_.chunk(h).next) {
-      const BfcChunk& c = map_.chunk(h);
-      if (c.address != expected_address || c.size == 0 ||
-          c.size % bfc::kMinAllocationSize) {
-        return absl::InternalError(absl::StrFormat(
-            "chunk at 0x%x of %d bytes does not continue region 0x%x at 0x%x",
-            c.address, c.size, region.begin, expected_address));
-      }
-      if (c.prev != prev) {
-        return absl::InternalError(
-            absl::StrFormat("chunk 0x%x has a wrong prev link", c.address));
-      }
-      if (c.in_use()) {
-        ++live_chunks;
-        in_use_bytes += c.size;
-        requested_bytes += c.requested_size;
-        if (map_.FindLive(c.address) != h || c.requested_size == 0 ||
-            c.requested_size > c.size) {
-          return absl::InternalError(absl::StrFormat(
-              "in-use chunk 0x%x is not registered correctly", c.address));
-        }
-      } else {
-        ++free_chunks;
-        if (c.pool != region.pool || !indexes_[c.pool]->Contains(c.Key(h))) {
-          return absl::InternalError(
-              absl::StrFormat("free chunk 0x%x of %d bytes is not in its bin",
-                              c.address, c.size));
-        }
-        if (prev != kInvalidChunk && !map_.chunk(prev).in_use() &&
-            map_.chunk(prev).freed_at_count == 0 && c.freed_at_count == 0) {
-          return absl::InternalError(
-              absl::StrFormat("free chunks at 0x%x and 0x%x were not merged",
-                              map_.chunk(prev).address, c.address));
-        }
-      }
-      expected_address = c.end();
-      prev = h;
-    }
-    if (prev != region.last_chunk) {
-      return absl::InternalError(absl::StrFormat(
-          "region 0x%x does not know its last chunk", region.begin));
-    }
-    if (expected_address != region.end) {
-      return absl::InternalError(
-          absl::StrFormat("chunks of region 0x%x end at 0x%x, not at 0x%x",
-                          region.begin, expected_address, region.end));
-    }
+    TM_RETURN_IF_ERROR(CheckRegion(region, tally));
   }
   size_t indexed_chunks = 0;
   for (const auto& index : indexes_) indexed_chunks += index->Size();
-  if (free_chunks != indexed_chunks) {
-    return absl::InternalError(absl::StrFormat(
-        "%d free chunks but %d in the indexes", free_chunks, indexed_chunks));
+  if (tally.free_chunks != indexed_chunks) {
+    return absl::InternalError(
+        absl::StrFormat("%d free chunks but %d in the indexes",
+                        tally.free_chunks, indexed_chunks));
   }
-  if (requested_bytes != stats_.bytes_requested) {
+  if (tally.requested_bytes != stats_.bytes_requested) {
     return absl::InternalError(
         absl::StrFormat("requested bytes %d, but the chunks ask for %d",
-                        stats_.bytes_requested, requested_bytes));
+                        stats_.bytes_requested, tally.requested_bytes));
   }
-  if (live_chunks != map_.num_live() || in_use_bytes != stats_.bytes_in_use ||
+  // Decommitted memory went back to the upstream: the pool does not hold it.
+  const uint64_t pool_bytes = tally.pool_bytes - tally.decommitted_bytes;
+  if (tally.live_chunks != map_.num_live() ||
+      tally.in_use_bytes != stats_.bytes_in_use ||
       pool_bytes != stats_.pool_bytes) {
-    return absl::InternalError(
-        absl::StrFormat("stats disagree with chunks: in use %d vs %d, pool %d "
-                        "vs %d, live %d vs %d",
-                        stats_.bytes_in_use, in_use_bytes, stats_.pool_bytes,
-                        pool_bytes, map_.num_live(), live_chunks));
+    return absl::InternalError(absl::StrFormat(
+        "stats disagree with chunks: in use %d vs %d, pool %d "
+        "vs %d, live %d vs %d",
+        stats_.bytes_in_use, tally.in_use_bytes, stats_.pool_bytes, pool_bytes,
+        map_.num_live(), tally.live_chunks));
   }
   if (stats_.peak_bytes_in_use < stats_.bytes_in_use ||
       stats_.peak_pool_bytes < stats_.pool_bytes) {

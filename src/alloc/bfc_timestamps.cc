@@ -26,7 +26,7 @@ bool BfcCore::MergeTimestampedChunks(uint64_t required_bytes) {
   const uint64_t frontier = safe_frontier_.load(std::memory_order_relaxed);
   const auto is_current = [this](const QueuedChunk& queued) {
     const BfcChunk& chunk = map_.chunk(queued.handle);
-    return chunk.generation == queued.generation && !chunk.in_use();
+    return chunk.generation == queued.generation && chunk.is_free();
   };
   std::vector<QueuedChunk> to_merge;
   std::deque<QueuedChunk> still_unsafe;

@@ -1,5 +1,6 @@
 #include "tensormem/alloc/fault_injecting_sub_allocator.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace tensormem {
@@ -50,6 +51,61 @@ void* FaultInjectingSubAllocator::Alloc(size_t alignment, size_t bytes,
   return region;
 }
 
+void FaultInjectingSubAllocator::CountDecommitted(const void* ptr, size_t bytes,
+                                                  bool decommitted) {
+  // A range may span adjacent regions; regions are few in tests, so each
+  // part's region is found by a scan.
+  const char* at = static_cast<const char*>(ptr);
+  const char* const end = at + bytes;
+  while (at < end) {
+    Region* holder = nullptr;
+    const char* holder_end = nullptr;
+    for (auto& [start, region] : regions_) {
+      const char* begin = static_cast<const char*>(start);
+      if (at >= begin && at < begin + region.reported_bytes) {
+        holder = &region;
+        holder_end = begin + region.reported_bytes;
+      }
+    }
+    if (holder == nullptr) return;
+    const size_t part = static_cast<size_t>(std::min(end, holder_end) - at);
+    if (decommitted) {
+      holder->decommitted_bytes += part;
+      live_bytes_ -= part;
+    } else {
+      holder->decommitted_bytes -= part;
+      live_bytes_ += part;
+    }
+    at += part;
+  }
+}
+
+bool FaultInjectingSubAllocator::Decommit(void* ptr, size_t bytes) {
+  if (!wrapped_->Decommit(ptr, bytes)) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  CountDecommitted(ptr, bytes, /*decommitted=*/true);
+  return true;
+}
+
+bool FaultInjectingSubAllocator::Recommit(void* ptr, size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int64_t call_number = ++alloc_calls_;
+    if (fail_always_ || failing_calls_.contains(call_number)) {
+      ++failed_allocs_;
+      return false;
+    }
+  }
+  const bool recommitted = wrapped_->Recommit(ptr, bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!recommitted) {
+    ++failed_allocs_;
+    return false;
+  }
+  CountDecommitted(ptr, bytes, /*decommitted=*/false);
+  return true;
+}
+
 void FaultInjectingSubAllocator::Free(void* ptr, size_t bytes) {
   size_t real_bytes;
   {
@@ -61,7 +117,7 @@ void FaultInjectingSubAllocator::Free(void* ptr, size_t bytes) {
       return;
     }
     real_bytes = it->second.real_bytes;
-    live_bytes_ -= it->second.reported_bytes;
+    live_bytes_ -= it->second.reported_bytes - it->second.decommitted_bytes;
     regions_.erase(it);
   }
   wrapped_->Free(ptr, real_bytes);

@@ -41,6 +41,7 @@ nlohmann::json MemoryDump::ToJson() const {
                         {"size", c.size},
                         {"requested_size", c.requested_size},
                         {"in_use", c.in_use},
+                        {"decommitted", c.decommitted},
                         {"bin", c.bin},
                         {"allocation_id", c.allocation_id},
                         {"freed_at_count", c.freed_at_count}});
@@ -86,6 +87,9 @@ std::string MemoryDump::ToText() const {
         absl::StrAppendFormat(
             &text, "  InUse at 0x%x of size %d (requested %d, id %d)\n",
             c.offset, c.size, c.requested_size, c.allocation_id);
+      } else if (c.decommitted) {
+        absl::StrAppendFormat(&text, "  Decommitted at 0x%x of size %d\n",
+                              c.offset, c.size);
       } else {
         absl::StrAppendFormat(
             &text, "  Free  at 0x%x of size %d%s\n", c.offset, c.size,

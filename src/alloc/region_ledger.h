@@ -41,9 +41,18 @@ class RegionLedger {
     free_ranges_.Release(start, size);
   }
 
+  // Whether [start, start + size) lies in the space and wholly in live (or
+  // retired) regions.
+  bool IsTaken(uintptr_t start, uint64_t size) const {
+    return start >= free_ranges_.start() && start <= free_ranges_.end() &&
+           size <= free_ranges_.end() - start &&
+           !free_ranges_.Overlaps(start, size);
+  }
   uint64_t live_bytes() const { return live_bytes_; }
   size_t live_regions() const { return live_.size(); }
   int64_t misuse_count() const { return misuse_count_; }
+  // Counts a misuse its owner found (a bad decommit or recommit).
+  void CountMisuse() { ++misuse_count_; }
 
  private:
   std::optional<uintptr_t> Record(std::optional<uintptr_t> start,

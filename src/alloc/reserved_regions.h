@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "alloc/address_space.h"
@@ -59,15 +60,38 @@ class ReservedRegions {
   void Free(void* ptr, uint64_t bytes, std::string_view owner,
             absl::FunctionRef<void()> finish);
 
+  // Decommits [start, start + size): it must lie in live regions and not be
+  // decommitted already; `release` then gives its memory back, under the
+  // lock. false (a bad range is also reported under `owner` and counted) when
+  // the range is refused or `release` fails. Freeing a region forgets the
+  // decommitted ranges inside it.
+  bool Decommit(uintptr_t start, uint64_t size, std::string_view owner,
+                absl::FunctionRef<bool(uintptr_t, uint64_t)> release);
+  // Recommits [start, start + size), which must lie in one decommitted range,
+  // through `back`; false when refused or `back` fails.
+  bool Recommit(uintptr_t start, uint64_t size, std::string_view owner,
+                absl::FunctionRef<bool(uintptr_t, uint64_t)> back);
+  uint64_t decommitted_bytes() const;
   uint64_t live_bytes() const;
   size_t live_regions() const;
   int64_t misuse_count() const;
 
  private:
+  bool OverlapsDecommitted(uintptr_t start, uint64_t size) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  void ForgetDecommitted(uintptr_t start, uint64_t size)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  void ReportMisuse(std::string_view owner, std::string_view what,
+                    uintptr_t start, uint64_t size, std::string_view problem)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+
   absl::Status status_;
   std::unique_ptr<ReservedAddressSpace> space_;
   mutable std::mutex mutex_;
   std::unique_ptr<RegionLedger> ledger_ ABSL_GUARDED_BY(mutex_);
+  // Decommitted ranges: start -> size, disjoint, adjacent ones merged.
+  absl::btree_map<uintptr_t, uint64_t> decommitted_ ABSL_GUARDED_BY(mutex_);
+  uint64_t decommitted_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace tensormem::internal

@@ -50,8 +50,20 @@ void SimulatedSubAllocator::Free(void* ptr, size_t bytes) {
                  [&] { VisitFree(ptr, /*index=*/0, bytes); });
 }
 
+bool SimulatedSubAllocator::Decommit(void* ptr, size_t bytes) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
+  if (start % 256 != 0 || bytes % 256 != 0) return false;
+  return regions_->Decommit(start, bytes, Name(),
+                            [](uintptr_t, uint64_t) { return true; });
+}
+
+bool SimulatedSubAllocator::Recommit(void* ptr, size_t bytes) {
+  return regions_->Recommit(reinterpret_cast<uintptr_t>(ptr), bytes, Name(),
+                            [](uintptr_t, uint64_t) { return true; });
+}
+
 uint64_t SimulatedSubAllocator::bytes_in_use() const {
-  return regions_->live_bytes();
+  return regions_->live_bytes() - regions_->decommitted_bytes();
 }
 
 size_t SimulatedSubAllocator::region_count() const {

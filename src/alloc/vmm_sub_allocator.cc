@@ -70,8 +70,34 @@ void VmmSubAllocator::Free(void* ptr, size_t bytes) {
   });
 }
 
+bool VmmSubAllocator::Decommit(void* ptr, size_t bytes) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
+  if (start % granularity_ != 0 || bytes % granularity_ != 0) return false;
+  return regions_->Decommit(start, bytes, Name(),
+                            [](uintptr_t at, uint64_t length) {
+                              void* pages = reinterpret_cast<void*>(at);
+                              madvise(pages, length, MADV_DONTNEED);
+                              return mprotect(pages, length, PROT_NONE) == 0;
+                            });
+}
+
+bool VmmSubAllocator::Recommit(void* ptr, size_t bytes) {
+  return regions_->Recommit(
+      reinterpret_cast<uintptr_t>(ptr), bytes, Name(),
+      [](uintptr_t at, uint64_t length) {
+        if (mprotect(reinterpret_cast<void*>(at), length,
+                     PROT_READ | PROT_WRITE) == 0) {
+          return true;
+        }
+        std::fprintf(stderr, "tensormem: vmm: cannot recommit %llu bytes: %s\n",
+                     static_cast<unsigned long long>(length),
+                     std::strerror(errno));
+        return false;
+      });
+}
+
 uint64_t VmmSubAllocator::committed_bytes() const {
-  return regions_->live_bytes();
+  return regions_->live_bytes() - regions_->decommitted_bytes();
 }
 
 size_t VmmSubAllocator::region_count() const {

@@ -1,9 +1,9 @@
 // FaultInjectingSubAllocator: a test upstream that fails on purpose.
 //
-// Wraps another sub-allocator and, as configured, fails chosen Alloc calls,
-// fails all of them, or reports fewer bytes received than asked (a broken
-// upstream the caller must survive). It counts calls and checks that every
-// Free names a live region with the size Alloc reported.
+// Wraps another sub-allocator and, as configured, fails chosen Alloc (and
+// Recommit) calls, fails all of them, or reports fewer bytes received than
+// asked (a broken upstream the caller must survive). It counts calls and
+// checks that every Free names a live region with the size Alloc reported.
 //
 //   auto faulty = std::make_unique<tensormem::FaultInjectingSubAllocator>(
 //       std::make_unique<tensormem::SimulatedSubAllocator>(tensormem::kGiB));
@@ -48,6 +48,12 @@ class FaultInjectingSubAllocator final : public SubAllocator {
   bool SupportsCoalescing() const override {
     return wrapped_->SupportsCoalescing();
   }
+  uint64_t DecommitGranularity() const override {
+    return wrapped_->DecommitGranularity();
+  }
+  bool Decommit(void* ptr, size_t bytes) override ABSL_LOCKS_EXCLUDED(mutex_);
+  // Acquires memory, so it counts as an Alloc call and fails like one.
+  bool Recommit(void* ptr, size_t bytes) override ABSL_LOCKS_EXCLUDED(mutex_);
   MemoryKind GetMemoryKind() const override {
     return wrapped_->GetMemoryKind();
   }
@@ -62,8 +68,8 @@ class FaultInjectingSubAllocator final : public SubAllocator {
   int64_t free_calls() const ABSL_LOCKS_EXCLUDED(mutex_);
   int64_t bad_frees() const ABSL_LOCKS_EXCLUDED(mutex_);
   size_t live_regions() const ABSL_LOCKS_EXCLUDED(mutex_);
-  uint64_t live_bytes() const
-      ABSL_LOCKS_EXCLUDED(mutex_);  // as reported to callers
+  // Bytes of live regions as reported to callers, less those decommitted.
+  uint64_t live_bytes() const ABSL_LOCKS_EXCLUDED(mutex_);
 
   SubAllocator& wrapped() { return *wrapped_; }
 
@@ -71,7 +77,12 @@ class FaultInjectingSubAllocator final : public SubAllocator {
   struct Region {
     size_t reported_bytes;
     size_t real_bytes;
+    size_t decommitted_bytes = 0;
   };
+  // Moves [ptr, ptr + bytes) into (or out of) the decommitted bytes of the
+  // live regions it lies in.
+  void CountDecommitted(const void* ptr, size_t bytes, bool decommitted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const std::unique_ptr<SubAllocator> wrapped_;
   mutable std::mutex mutex_;

@@ -26,8 +26,11 @@ struct MemoryDump {
     uint64_t size = 0;
     uint64_t requested_size = 0;  // 0 for a free chunk
     bool in_use = false;
+    // Address space whose memory was given back to the upstream (neither
+    // free nor in use).
+    bool decommitted = false;
     int bin = 0;                  // size class of `size`
-    int64_t allocation_id = -1;   // -1 for a free chunk
+    int64_t allocation_id = -1;   // -1 free, -2 decommitted
     uint64_t freed_at_count = 0;  // timing counter at free (timestamped chunks)
   };
   struct Region {

@@ -54,6 +54,11 @@ class SimulatedSubAllocator final : public SubAllocator {
   // reported on stderr, counted in misuse_count() and otherwise ignored.
   void Free(void* ptr, size_t bytes) override;
   bool SupportsCoalescing() const override { return coalescing_; }
+  // Any range of 256-byte multiples may be decommitted and recommitted; the
+  // pages are never touched, so only the books change.
+  uint64_t DecommitGranularity() const override { return 256; }
+  bool Decommit(void* ptr, size_t bytes) override;
+  bool Recommit(void* ptr, size_t bytes) override;
   MemoryKind GetMemoryKind() const override { return MemoryKind::kSimulated; }
   std::string Name() const override { return "simulated"; }
   const void* BaseAddress() const override;
@@ -61,6 +66,7 @@ class SimulatedSubAllocator final : public SubAllocator {
   // OK when the address space was reserved.
   const absl::Status& status() const;
   uint64_t capacity() const { return capacity_; }
+  // Bytes of live regions, less those decommitted.
   uint64_t bytes_in_use() const;
   size_t region_count() const;
   int64_t misuse_count() const;

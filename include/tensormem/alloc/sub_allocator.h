@@ -14,6 +14,7 @@
 #define TENSORMEM_ALLOC_SUB_ALLOCATOR_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -51,6 +52,16 @@ class SubAllocator {
   virtual bool SupportsCoalescing() const = 0;
   virtual MemoryKind GetMemoryKind() const = 0;
   virtual std::string Name() const = 0;
+  // Giving memory back inside a live region while keeping its addresses, for
+  // upstreams that reserve address space and back it on demand (a GPU's
+  // virtual memory management). The granularity is 0 when unsupported; ranges
+  // are whole multiples of it, aligned to it.
+  virtual uint64_t DecommitGranularity() const { return 0; }
+  // Releases the memory behind [ptr, ptr + bytes) of live regions; false (and
+  // nothing changes) when refused.
+  virtual bool Decommit(void* /*ptr*/, size_t /*bytes*/) { return false; }
+  // Backs a decommitted range again; false when it cannot (out of memory).
+  virtual bool Recommit(void* /*ptr*/, size_t /*bytes*/) { return false; }
   // Start of the address range regions come from, for reporting offsets
   // (address - base); nullptr when regions come from anywhere.
   virtual const void* BaseAddress() const { return nullptr; }

@@ -59,6 +59,11 @@ class VmmSubAllocator final : public SubAllocator {
   // is reported on stderr, counted in misuse_count() and otherwise ignored.
   void Free(void* ptr, size_t bytes) override;
   bool SupportsCoalescing() const override { return true; }
+  // Whole pages inside live regions: decommitting gives them back to the
+  // kernel and makes them inaccessible, recommitting makes them usable again.
+  uint64_t DecommitGranularity() const override { return granularity_; }
+  bool Decommit(void* ptr, size_t bytes) override;
+  bool Recommit(void* ptr, size_t bytes) override;
   MemoryKind GetMemoryKind() const override {
     return MemoryKind::kHostPageable;
   }
@@ -70,6 +75,7 @@ class VmmSubAllocator final : public SubAllocator {
   uint64_t capacity() const { return capacity_; }
   // Granularity of commits (the page size).
   size_t granularity() const { return granularity_; }
+  // Bytes of live regions, less those decommitted.
   uint64_t committed_bytes() const;
   size_t region_count() const;
   int64_t misuse_count() const;

@@ -52,6 +52,14 @@ class TightPolicy final : public AllocationPolicy {
     return InlineDecisions{.split_tail_bytes = 1, .split_at_double = false};
   }
 
+  // Measured on the corpus: with growth, holes that best fit left behind made
+  // the pool end up to 1.17x peak live; giving their granules back before
+  // growing brings every trace within 1.04x (mobilenet_v2 inference at batch
+  // 8: 1.104 -> 1.029).
+  uint64_t DecommitGranule() const override {
+    return allow_growth_ ? granule_ : 0;
+  }
+
   uint64_t RegionBytes(const GrowthRequest& request) override {
     const uint64_t lacking = Lacking(request);
     // Without growth the one region is the whole limit.

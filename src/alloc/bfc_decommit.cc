@@ -1,0 +1,145 @@
+// Giving memory back inside regions (decommit) and taking it again
+// (recommit), for policies with a decommit granule over upstreams that can.
+//
+// With growth, best fit leaves holes that a later, larger request cannot use:
+// the pool grows past them and keeps them, so it ends well above peak live
+// bytes. Before the pool grows, the whole granules inside free chunks go back
+// to the upstream (their addresses stay, as a decommitted chunk), and growth
+// takes what costs fewer new bytes: extending the last region's free tail, or
+// recommitting part of a decommitted chunk next to free memory. The pool then
+// holds live bytes plus partial granules at the edges of holes. A GPU's virtual
+// memory management does this with physical pages mapped into a reservation.
+#include <algorithm>
+#include <vector>
+
+#include "alloc/bfc_core.h"
+#include "tensormem/core/checked_math.h"
+
+namespace tensormem::internal {
+
+uint64_t BfcCore::ChooseDecommitGranule() const {
+  const uint64_t granule = policy_->DecommitGranule();
+  const uint64_t unit = upstream_->DecommitGranularity();
+  // Growth must extend regions contiguously for a recommitted range and the
+  // free tail to be one kind of choice.
+  if (granule == 0 || unit == 0 || !coalesce_regions_) return 0;
+  return granule % unit == 0 ? granule : 0;
+}
+
+void BfcCore::DecommitFreeGranules(int pool) {
+  const uint64_t granule = decommit_granule_;
+  std::vector<ChunkHandle> candidates;
+  for (const BfcRegion& region : map_.regions()) {
+    if (region.pool != static_cast<uint32_t>(pool)) continue;
+    for (ChunkHandle h = region.first_chunk; h != region.last_chunk;
+         h = map_.chunk(h).next) {
+      const BfcChunk& c = map_.chunk(h);
+      if (c.is_free() && c.freed_at_count == 0 &&
+          RoundUp(c.address, granule) + granule <=
+              RoundDown(c.end(), granule)) {
+        candidates.push_back(h);
+      }
+    }
+  }
+  // Splitting adds chunks, so the handles were collected first.
+  for (const ChunkHandle h : candidates) DecommitInside(h);
+}
+
+void BfcCore::DecommitInside(ChunkHandle handle) {
+  const BfcChunk& chunk = map_.chunk(handle);
+  const uint64_t begin = RoundUp(chunk.address, decommit_granule_);
+  const uint64_t end = RoundDown(chunk.end(), decommit_granule_);
+  if (!upstream_->Decommit(reinterpret_cast<void*>(begin), end - begin)) return;
+  RemoveFree(handle);
+  ChunkHandle middle = handle;
+  if (begin > map_.chunk(handle).address) {
+    middle = SplitChunk(handle, begin - map_.chunk(handle).address);
+    InsertFree(handle);
+  }
+  if (end < map_.chunk(middle).end()) {
+    InsertFree(SplitChunk(middle, end - begin));
+  }
+  map_.chunk(middle).allocation_id = BfcChunk::kDecommittedChunkId;
+  stats_.pool_bytes -= end - begin;
+  // Neighbouring decommitted chunks become one, so a recommit sees the
+  // whole stretch.
+  const ChunkHandle next = map_.chunk(middle).next;
+  if (next != kInvalidChunk && map_.chunk(next).decommitted())
+    Merge(middle, next);
+  const ChunkHandle prev = map_.chunk(middle).prev;
+  if (prev != kInvalidChunk && map_.chunk(prev).decommitted())
+    Merge(prev, middle);
+}
+
+uint64_t BfcCore::FreeBytesToMerge(ChunkHandle handle) const {
+  if (handle == kInvalidChunk) return 0;
+  const BfcChunk& chunk = map_.chunk(handle);
+  return chunk.is_free() && chunk.freed_at_count == 0 ? chunk.size : 0;
+}
+
+void BfcCore::ConsiderRecommits(ChunkHandle handle, uint64_t rounded,
+                                std::optional<RecommitChoice>& best) const {
+  const BfcChunk& chunk = map_.chunk(handle);
+  const uint64_t below = FreeBytesToMerge(chunk.prev);
+  const uint64_t above = FreeBytesToMerge(chunk.next);
+  const auto lacking = [&](uint64_t have) {
+    return RoundUp(rounded > have ? rounded - have : 0, decommit_granule_);
+  };
+  const auto consider = [&](uint64_t offset, uint64_t bytes) {
+    if (bytes > 0 && bytes <= chunk.size && (!best || bytes < best->bytes))
+      best = RecommitChoice{handle, offset, bytes};
+  };
+  // Its low end (joining the free chunk below), its high end (joining the
+  // one above), or all of it (joining both).
+  consider(0, lacking(below));
+  if (lacking(above) <= chunk.size)
+    consider(chunk.size - lacking(above), lacking(above));
+  if (below + chunk.size + above >= rounded) consider(0, chunk.size);
+}
+
+std::optional<BfcCore::RecommitChoice> BfcCore::CheapestRecommit(
+    uint64_t rounded, int pool) const {
+  std::optional<RecommitChoice> best;
+  for (const BfcRegion& region : map_.regions()) {
+    if (region.pool != static_cast<uint32_t>(pool)) continue;
+    for (ChunkHandle h = region.first_chunk; h != kInvalidChunk;
+         h = map_.chunk(h).next) {
+      if (map_.chunk(h).decommitted()) ConsiderRecommits(h, rounded, best);
+    }
+  }
+  return best;
+}
+
+void* BfcCore::RecommitAndFind(uint64_t bytes, uint64_t rounded,
+                               uint64_t freed_before, int pool) {
+  const std::optional<RecommitChoice> best = CheapestRecommit(rounded, pool);
+  if (!best) return nullptr;
+  const uint64_t headroom = stats_.pool_bytes >= config_.memory_limit
+                                ? 0
+                                : config_.memory_limit - stats_.pool_bytes;
+  if (best->bytes > headroom) return nullptr;
+  // Extending the free tail costs what it lacks, in granules; on a tie the
+  // recommit wins, reusing addresses instead of taking new ones.
+  const uint64_t tail = FreeTailBytes(pool);
+  const uint64_t extension =
+      RoundUp(rounded > tail ? rounded - tail : 0, decommit_granule_);
+  if (extension < best->bytes && extension <= headroom) return nullptr;
+  const uint64_t address = map_.chunk(best->chunk).address + best->offset;
+  if (!upstream_->Recommit(reinterpret_cast<void*>(address), best->bytes))
+    return nullptr;
+  ChunkHandle part = best->chunk;
+  if (best->offset > 0) part = SplitChunk(best->chunk, best->offset);
+  if (map_.chunk(part).size > best->bytes) {
+    const ChunkHandle rest = SplitChunk(part, best->bytes);
+    map_.chunk(rest).allocation_id = BfcChunk::kDecommittedChunkId;
+  }
+  BfcChunk& recommitted = map_.chunk(part);
+  recommitted.allocation_id = BfcChunk::kFreeChunkId;
+  recommitted.freed_at_count = 0;
+  stats_.pool_bytes += best->bytes;
+  stats_.peak_pool_bytes = std::max(stats_.peak_pool_bytes, stats_.pool_bytes);
+  InsertFree(TryToCoalesce(part, /*ignore_freed_at=*/false));
+  return FindChunk(bytes, rounded, bfc::kMinAllocationSize, freed_before, pool);
+}
+
+}  // namespace tensormem::internal

@@ -1,0 +1,221 @@
+// Decommitting free memory inside regions before the pool grows, and
+// recommitting it when that is cheaper than extending the free tail (the
+// `tight` policy with growth over an upstream that can decommit).
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "alloc/bfc_test_util.h"
+#include "gtest/gtest.h"
+#include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/alloc/fault_injecting_sub_allocator.h"
+#include "tensormem/alloc/policy_registry.h"
+#include "tensormem/alloc/simulated_sub_allocator.h"
+#include "tensormem/alloc/vmm_sub_allocator.h"
+#include "tensormem/core/units.h"
+
+namespace tensormem {
+namespace {
+
+using testing::QuietOptions;
+
+std::unique_ptr<BfcAllocator> MakeOver(std::unique_ptr<SubAllocator> upstream,
+                                       std::string_view policy_name,
+                                       uint64_t limit = kGiB) {
+  PolicyEnvironment environment;
+  environment.memory_limit = limit;
+  environment.allow_growth = true;
+  environment.upstream_coalesces = upstream->SupportsCoalescing();
+  absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
+      CreatePolicy(policy_name, environment, "");
+  EXPECT_TRUE(policy.ok()) << policy.status();
+  return std::make_unique<BfcAllocator>(std::move(upstream), limit,
+                                        QuietOptions(/*allow_growth=*/true),
+                                        *std::move(policy));
+}
+
+uint64_t PoolBytes(const BfcAllocator& allocator) {
+  return static_cast<uint64_t>(allocator.GetStats()->pool_bytes);
+}
+
+uint64_t DecommittedBytes(const BfcAllocator& allocator) {
+  uint64_t bytes = 0;
+  for (const MemoryDump::Region& region : allocator.RecordMemoryDump().regions)
+    for (const MemoryDump::Chunk& chunk : region.chunks)
+      if (chunk.decommitted) bytes += chunk.size;
+  return bytes;
+}
+
+// 4 MiB then 2 MiB, the 4 MiB freed: a 6 MiB request finds a 4 MiB hole.
+struct HoleScenario {
+  explicit HoleScenario(BfcAllocator& allocator) {
+    first = allocator.Allocate(4 * kMiB);
+    second = allocator.Allocate(2 * kMiB);
+    allocator.Deallocate(first);
+    third = allocator.Allocate(6 * kMiB);
+  }
+  void* first;
+  void* second;
+  void* third;
+};
+
+TEST(BfcDecommit, HolesGoBackBeforeThePoolGrows) {
+  auto upstream =
+      std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true);
+  SimulatedSubAllocator* simulated = upstream.get();
+  auto allocator = MakeOver(std::move(upstream), "tight");
+  HoleScenario scenario(*allocator);
+  ASSERT_NE(scenario.third, nullptr);
+  // The hole's 4 MiB went back; the 6 MiB came from extending: 2 + 6 MiB,
+  // where keeping the hole would have made 12 MiB.
+  EXPECT_EQ(PoolBytes(*allocator), 8 * kMiB);
+  EXPECT_EQ(allocator->GetStats()->peak_pool_bytes, 8 * kMiB);
+  EXPECT_EQ(DecommittedBytes(*allocator), 4 * kMiB);
+  EXPECT_EQ(simulated->bytes_in_use(), 8 * kMiB);
+  ASSERT_TRUE(allocator->CheckInvariants().ok())
+      << allocator->CheckInvariants();
+
+  // With the 2 MiB block freed too, the 6 MiB stretch below the 6 MiB block
+  // is decommitted; a 5 MiB request recommits three granules of it at the
+  // old addresses instead of extending the region (a tie: both cost 6 MiB).
+  allocator->Deallocate(scenario.second);
+  void* reused = allocator->Allocate(5 * kMiB);
+  EXPECT_EQ(reused, scenario.first);
+  EXPECT_EQ(PoolBytes(*allocator), 12 * kMiB);
+  EXPECT_EQ(DecommittedBytes(*allocator), 0u);
+  EXPECT_EQ(simulated->bytes_in_use(), 12 * kMiB);
+  EXPECT_EQ(allocator->RecordMemoryDump().regions.size(), 1u);
+  ASSERT_TRUE(allocator->CheckInvariants().ok())
+      << allocator->CheckInvariants();
+
+  // Everything freed: garbage collection returns the whole region.
+  allocator->Deallocate(reused);
+  allocator->Deallocate(scenario.third);
+  EXPECT_TRUE(allocator->ReleaseFreeRegions());
+  EXPECT_EQ(PoolBytes(*allocator), 0u);
+  EXPECT_EQ(simulated->bytes_in_use(), 0u);
+  EXPECT_TRUE(allocator->CheckInvariants().ok());
+}
+
+TEST(BfcDecommit, RecommitsOnlyTheGranulesARequestLacks) {
+  auto allocator = MakeOver(
+      std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true),
+      "tight");
+  // [8 MiB][1 MiB][2 MiB], then the 8 MiB freed and a 10 MiB request
+  // decommits the 8 MiB hole and extends the region.
+  void* low = allocator->Allocate(8 * kMiB);
+  void* middle = allocator->Allocate(kMiB);
+  void* high = allocator->Allocate(2 * kMiB);
+  allocator->Deallocate(low);
+  void* big = allocator->Allocate(10 * kMiB);
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(DecommittedBytes(*allocator), 8 * kMiB);
+  // Freeing the middle block leaves 1 MiB free (no whole granule) above the
+  // decommitted 8 MiB: 3 MiB needs its top granule there, 2 MiB, instead of
+  // 4 MiB at the bottom or all 8.
+  allocator->Deallocate(middle);
+  const uint64_t before = PoolBytes(*allocator);
+  void* small = allocator->Allocate(3 * kMiB);
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(PoolBytes(*allocator), before + 2 * kMiB);
+  EXPECT_EQ(small, static_cast<char*>(low) + 6 * kMiB);
+  EXPECT_EQ(DecommittedBytes(*allocator), 6 * kMiB);
+  EXPECT_TRUE(allocator->CheckInvariants().ok())
+      << allocator->CheckInvariants();
+  for (void* block : {small, high, big}) allocator->Deallocate(block);
+  EXPECT_TRUE(allocator->CheckInvariants().ok());
+}
+
+TEST(BfcDecommit, TheTfPolicyNeverDecommits) {
+  auto allocator = MakeOver(
+      std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true), "tf");
+  HoleScenario scenario(*allocator);
+  ASSERT_NE(scenario.third, nullptr);
+  EXPECT_EQ(DecommittedBytes(*allocator), 0u);
+  EXPECT_GE(PoolBytes(*allocator), 12 * kMiB);
+}
+
+TEST(BfcDecommit, AFailedRecommitFallsBackToGrowth) {
+  auto faulty = std::make_unique<FaultInjectingSubAllocator>(
+      std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true));
+  FaultInjectingSubAllocator* probe = faulty.get();
+  auto allocator = MakeOver(std::move(faulty), "tight");
+  HoleScenario scenario(*allocator);
+  allocator->Deallocate(scenario.second);
+  // Calls so far: three extensions. The recommit is the fourth.
+  ASSERT_EQ(probe->alloc_calls(), 3);
+  probe->FailAllocCall(4);
+  void* block = allocator->Allocate(5 * kMiB);
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(probe->failed_allocs(), 1);
+  // Served by a new extension above the 6 MiB block; the stretch below
+  // stays decommitted and nothing is counted twice.
+  EXPECT_EQ(block, static_cast<char*>(scenario.third) + 6 * kMiB);
+  EXPECT_EQ(DecommittedBytes(*allocator), 6 * kMiB);
+  EXPECT_EQ(PoolBytes(*allocator), 12 * kMiB);
+  EXPECT_TRUE(allocator->CheckInvariants().ok())
+      << allocator->CheckInvariants();
+  allocator->Deallocate(block);
+  allocator->Deallocate(scenario.third);
+  EXPECT_EQ(probe->bad_frees(), 0);
+}
+
+TEST(BfcDecommit, TheLimitCountsOnlyCommittedMemory) {
+  // 8 MiB limit: the 6 MiB request fits only because the hole went back.
+  auto allocator = MakeOver(
+      std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true),
+      "tight", /*limit=*/8 * kMiB);
+  HoleScenario scenario(*allocator);
+  EXPECT_NE(scenario.third, nullptr);
+  EXPECT_EQ(PoolBytes(*allocator), 8 * kMiB);
+  // Nothing is left for 1 MiB more.
+  EXPECT_EQ(allocator->Allocate(kMiB), nullptr);
+  EXPECT_TRUE(allocator->CheckInvariants().ok());
+}
+
+TEST(BfcDecommit, OverVmmPagesComeBackUsable) {
+  auto upstream = std::make_unique<VmmSubAllocator>(256 * kMiB);
+  ASSERT_TRUE(upstream->status().ok()) << upstream->status();
+  VmmSubAllocator* vmm = upstream.get();
+  auto allocator = MakeOver(std::move(upstream), "tight");
+  HoleScenario scenario(*allocator);
+  ASSERT_NE(scenario.third, nullptr);
+  EXPECT_EQ(vmm->committed_bytes(), PoolBytes(*allocator));
+  allocator->Deallocate(scenario.second);
+  void* reused = allocator->Allocate(5 * kMiB);
+  ASSERT_EQ(reused, scenario.first);
+  // Recommitted pages are writable again.
+  std::memset(reused, 0x5a, 5 * kMiB);
+  std::memset(scenario.third, 0xa5, 6 * kMiB);
+  EXPECT_EQ(static_cast<unsigned char*>(reused)[5 * kMiB - 1], 0x5a);
+  EXPECT_EQ(vmm->committed_bytes(), PoolBytes(*allocator));
+  EXPECT_TRUE(allocator->CheckInvariants().ok());
+}
+
+TEST(SubAllocatorDecommit, RefusesRangesThatAreNotCommittedMemory) {
+  SimulatedSubAllocator upstream(64 * kMiB, /*coalescing=*/true);
+  size_t received = 0;
+  char* region = static_cast<char*>(upstream.Alloc(256, 8 * kMiB, &received));
+  ASSERT_NE(region, nullptr);
+  EXPECT_FALSE(upstream.Recommit(region, kMiB));  // not decommitted
+  EXPECT_FALSE(upstream.Decommit(region + 7 * kMiB, 2 * kMiB));  // past the end
+  EXPECT_FALSE(upstream.Decommit(region + 100, kMiB));           // unaligned
+  EXPECT_EQ(upstream.misuse_count(), 2);
+  ASSERT_TRUE(upstream.Decommit(region + kMiB, 2 * kMiB));
+  EXPECT_FALSE(upstream.Decommit(region + 2 * kMiB, 2 * kMiB));  // overlaps
+  EXPECT_EQ(upstream.bytes_in_use(), 6 * kMiB);
+  ASSERT_TRUE(upstream.Recommit(region + 2 * kMiB, kMiB));  // the top half
+  EXPECT_EQ(upstream.bytes_in_use(), 7 * kMiB);
+  EXPECT_FALSE(upstream.Recommit(region + 2 * kMiB, kMiB));  // again
+  // Freeing the region forgets what was decommitted in it.
+  upstream.Free(region, received);
+  EXPECT_EQ(upstream.bytes_in_use(), 0u);
+  region = static_cast<char*>(upstream.Alloc(256, 8 * kMiB, &received));
+  ASSERT_NE(region, nullptr);
+  EXPECT_TRUE(upstream.Decommit(region + kMiB, kMiB));
+  EXPECT_EQ(upstream.misuse_count(), 4);
+  upstream.Free(region, received);
+}
+
+}  // namespace
+}  // namespace tensormem
