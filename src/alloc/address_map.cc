@@ -4,7 +4,7 @@
 
 namespace tensormem::internal {
 
-void LiveTable::Set(uint64_t address, ChunkHandle handle) {
+void LiveTable::SetInNewPage(uint64_t address, ChunkHandle handle) {
   const uint64_t top_index = address >> kTopShift;
   if (top_.empty()) base_top_ = top_index;
   if (top_index < base_top_) {

@@ -40,6 +40,8 @@ struct BfcChunk {
   uint32_t generation = 0;
 
   bool in_use() const { return allocation_id != -1; }
+  // Free and not waiting for a safe frontier: a freed neighbour absorbs it.
+  bool Mergeable() const { return !in_use() && freed_at_count == 0; }
   uint64_t end() const { return address + size; }
   FreeChunkKey Key(ChunkHandle self) const { return {size, address, self}; }
 };
@@ -68,7 +70,13 @@ class LiveTable {
     return &(*leaf)[(address >> kSlotBits) & kLeafMask];
   }
   // `address` must be a multiple of 256.
-  void Set(uint64_t address, ChunkHandle handle);
+  void Set(uint64_t address, ChunkHandle handle) {
+    if (ChunkHandle* slot = Slot(address)) {
+      *slot = handle;
+      return;
+    }
+    SetInNewPage(address, handle);
+  }
 
  private:
   static constexpr int kSlotBits = 8;
@@ -80,6 +88,9 @@ class LiveTable {
   static constexpr uint64_t kMidMask = (uint64_t{1} << kMidBits) - 1;
   using Leaf = std::array<ChunkHandle, size_t{1} << kLeafBits>;
   using Mid = std::array<std::unique_ptr<Leaf>, size_t{1} << kMidBits>;
+
+  // Set, making the pages on the way to the slot.
+  void SetInNewPage(uint64_t address, ChunkHandle handle);
 
   uint64_t base_top_ = 0;  // address >> kTopShift of top_[0]
   std::vector<std::unique_ptr<Mid>> top_;

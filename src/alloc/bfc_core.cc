@@ -165,10 +165,9 @@ void* BfcCore::MarkInUse(ChunkHandle handle, uint64_t bytes) {
   return reinterpret_cast<void*>(chunk.address);
 }
 
-absl::Status BfcCore::Free(void* ptr) {
-  const uint64_t address = reinterpret_cast<uint64_t>(ptr);
-  const ChunkHandle handle = map_.TakeLive(address);
-  if (handle == kInvalidChunk) return DiagnoseBadFree(address);
+bool BfcCore::FreeIfLive(void* ptr) {
+  const ChunkHandle handle = map_.TakeLive(reinterpret_cast<uint64_t>(ptr));
+  if (handle == kInvalidChunk) return false;
   BfcChunk& chunk = map_.chunk(handle);
   chunk.allocation_id = -1;
   stats_.bytes_requested -= chunk.requested_size;
@@ -182,12 +181,40 @@ absl::Status BfcCore::Free(void* ptr) {
     timestamped_chunks_.push_back({handle, chunk.generation});
   } else {
     chunk.freed_at_count = 0;
-    InsertFree(TryToCoalesce(handle, /*ignore_freed_at=*/false));
+    MergeAndIndex(handle);
   }
-  return absl::OkStatus();
+  return true;
 }
 
-absl::Status BfcCore::DiagnoseBadFree(uint64_t address) const {
+void BfcCore::MergeAndIndex(ChunkHandle handle) {
+  const BfcChunk& chunk = map_.chunk(handle);
+  const ChunkHandle next = chunk.next;
+  const ChunkHandle prev = chunk.prev;
+  const bool merge_next = next != kInvalidChunk && map_.chunk(next).Mergeable();
+  const bool merge_prev = prev != kInvalidChunk && map_.chunk(prev).Mergeable();
+  if (!merge_next && !merge_prev) {
+    InsertFree(handle);
+    return;
+  }
+  // The merged chunk takes the index entry of a neighbour it absorbs: one
+  // update in place instead of an erase per neighbour and an insert.
+  const ChunkHandle entry = merge_prev ? prev : next;
+  const FreeChunkKey entry_key = map_.chunk(entry).Key(entry);
+  if (merge_next) {
+    if (merge_prev) RemoveFree(next);
+    Merge(handle, next);
+  }
+  ChunkHandle merged = handle;
+  if (merge_prev) {
+    Merge(prev, handle);
+    merged = prev;
+  }
+  const BfcChunk& result = map_.chunk(merged);
+  IndexOf(result).Replace(entry_key, result.Key(merged));
+}
+
+absl::Status BfcCore::DiagnoseBadFree(const void* ptr) const {
+  const uint64_t address = reinterpret_cast<uint64_t>(ptr);
   const ChunkHandle containing = map_.FindContainingChunk(address);
   if (containing == kInvalidChunk) {
     return absl::InvalidArgumentError(absl::StrFormat(

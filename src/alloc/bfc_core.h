@@ -55,8 +55,23 @@ class BfcCore {
   // (last_failure_report()).
   void* Allocate(uint64_t bytes, uint64_t alignment, uint64_t freed_before,
                  int32_t stream);
-  // Frees an in-use block. A bad pointer is reported and changes nothing.
-  absl::Status Free(void* ptr);
+  // The common case of Allocate, for callers without a free-time filter: the
+  // best fit from the free index, or nullptr with nothing changed (no
+  // failure recorded, no growth), after which the caller calls Allocate.
+  void* AllocateFromIndex(uint64_t bytes, uint64_t alignment, int32_t stream) {
+    const std::optional<uint64_t> rounded = RoundedSize(bytes);
+    if (!rounded || *rounded > config_.memory_limit ||
+        !timestamped_chunks_.empty()) {
+      return nullptr;
+    }
+    const int pool = inline_ ? 0 : PoolOf(stream, *rounded);
+    return FindChunk(bytes, *rounded, alignment, /*freed_before=*/0, pool);
+  }
+  // Frees the in-use block at `ptr`; false (and no change) when there is none:
+  // DiagnoseBadFree then says why.
+  bool FreeIfLive(void* ptr);
+  // Why `ptr` is not a block that may be freed (unknown, interior, free).
+  absl::Status DiagnoseBadFree(const void* ptr) const;
   // Records a request refused before it reached the core (e.g. bad alignment).
   void RecordRejectedRequest(uint64_t bytes, uint64_t alignment,
                              std::string_view reason);
@@ -115,11 +130,13 @@ class BfcCore {
   // Merges free neighbours into `handle` (not indexed); returns the result.
   ChunkHandle TryToCoalesce(ChunkHandle handle, bool ignore_freed_at);
   void Merge(ChunkHandle first, ChunkHandle second);
+  // Merges a freed chunk (safe, not indexed) with its free, safe neighbours
+  // and indexes the result.
+  void MergeAndIndex(ChunkHandle handle);
   BfcFreeIndex& IndexOf(const BfcChunk& chunk) { return *indexes_[chunk.pool]; }
   void InsertFree(ChunkHandle handle);
   void RemoveFree(ChunkHandle handle);
   void QueueTimestamped(ChunkHandle handle);
-  absl::Status DiagnoseBadFree(uint64_t address) const;
 
   // bfc_extend.cc
   // Grows the pool for a request; `use_free_tail` lets a coalescing upstream

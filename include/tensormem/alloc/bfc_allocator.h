@@ -152,6 +152,12 @@ class BfcAllocator final : public Allocator {
  private:
   void* DoAllocate(size_t bytes, size_t alignment, int32_t stream) override;
   absl::Status DoDeallocate(void* ptr) override;
+  // The common case: a fit from the free index, with one lock and no
+  // failure handling; nullptr (nothing changed) sends the request on to
+  // AllocateSlowly.
+  void* AllocateFromIndex(size_t bytes, size_t alignment, int32_t stream);
+  void* AllocateSlowly(size_t alignment, size_t bytes,
+                       const AllocationAttributes& attributes);
   void* AttemptAllocation(size_t alignment, size_t bytes,
                           const AllocationAttributes& attributes,
                           bool log_failure);
