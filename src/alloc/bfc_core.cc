@@ -19,10 +19,16 @@ BfcCore::BfcCore(SubAllocator* upstream, const Config& config,
       tail_kept_below_(policy_->TailKeptFromRequestsBelow()),
       separates_streams_(policy_->SeparatesStreams()),
       pools_per_stream_(policy_->NumPools()),
-      inline_(policy_->Inline()),
-      indexes_(std::move(indexes)) {
+      inline_(policy_->Inline()) {
+  for (std::unique_ptr<BfcFreeIndex>& index : indexes)
+    AddIndex(std::move(index));
   stats_.bytes_limit = config.memory_limit;
   if (separates_streams_) streams_.push_back(0);
+}
+
+void BfcCore::AddIndex(std::unique_ptr<BfcFreeIndex> index) {
+  fast_indexes_.push_back(dynamic_cast<FastFreeIndex*>(index.get()));
+  indexes_.push_back(std::move(index));
 }
 
 int BfcCore::PoolOf(int32_t stream, uint64_t rounded) {
@@ -34,7 +40,7 @@ int BfcCore::PoolOf(int32_t stream, uint64_t rounded) {
   if (known == streams_.end()) {
     streams_.push_back(stream);
     for (int i = 0; i < pools_per_stream_; ++i)
-      indexes_.push_back(MakeFastFreeIndex());
+      AddIndex(std::make_unique<FastFreeIndex>());
   }
   return slot * pools_per_stream_ + pool;
 }
@@ -96,7 +102,7 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
   BfcFreeIndex& index = *indexes_[pool];
   std::optional<FreeChunkKey> fit;
   if (!filter_by_time && !filter_by_alignment) {
-    fit = index.FindBestFit(rounded);
+    fit = WithIndex(pool, [&](auto& any) { return any.FindBestFit(rounded); });
   } else {
     fit = index.FindBestFitIf(rounded, [&](const FreeChunkKey& key) {
       if (filter_by_time &&
@@ -121,7 +127,8 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
     // The tail takes the chunk's place in the index: one update, not two.
     const ChunkHandle tail = SplitChunk(handle, rounded);
     const BfcChunk& tail_chunk = map_.chunk(tail);
-    IndexOf(tail_chunk).Replace(*fit, tail_chunk.Key(tail));
+    const FreeChunkKey tail_key = tail_chunk.Key(tail);
+    WithIndex(pool, [&](auto& any) { any.Replace(*fit, tail_key); });
     QueueTimestamped(tail);
     return MarkInUse(handle, bytes);
   }
@@ -210,7 +217,9 @@ void BfcCore::MergeAndIndex(ChunkHandle handle) {
     merged = prev;
   }
   const BfcChunk& result = map_.chunk(merged);
-  IndexOf(result).Replace(entry_key, result.Key(merged));
+  const FreeChunkKey merged_key = result.Key(merged);
+  WithIndex(result.pool,
+            [&](auto& any) { any.Replace(entry_key, merged_key); });
 }
 
 absl::Status BfcCore::DiagnoseBadFree(const void* ptr) const {
@@ -289,12 +298,14 @@ void BfcCore::Merge(ChunkHandle first, ChunkHandle second) {
 
 void BfcCore::InsertFree(ChunkHandle handle) {
   const BfcChunk& chunk = map_.chunk(handle);
-  indexes_[chunk.pool]->Insert(chunk.Key(handle));
+  const FreeChunkKey key = chunk.Key(handle);
+  WithIndex(chunk.pool, [&](auto& any) { any.Insert(key); });
 }
 
 void BfcCore::RemoveFree(ChunkHandle handle) {
   const BfcChunk& chunk = map_.chunk(handle);
-  indexes_[chunk.pool]->Erase(chunk.Key(handle));
+  const FreeChunkKey key = chunk.Key(handle);
+  WithIndex(chunk.pool, [&](auto& any) { any.Erase(key); });
 }
 
 void BfcCore::QueueTimestamped(ChunkHandle handle) {

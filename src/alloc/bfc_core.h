@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "alloc/address_map.h"
+#include "alloc/fast_free_index.h"
 #include "tensormem/alloc/allocation_policy.h"
 #include "tensormem/alloc/allocator_stats.h"
 #include "tensormem/alloc/bfc_free_index.h"
@@ -133,7 +134,14 @@ class BfcCore {
   // Merges a freed chunk (safe, not indexed) with its free, safe neighbours
   // and indexes the result.
   void MergeAndIndex(ChunkHandle handle);
-  BfcFreeIndex& IndexOf(const BfcChunk& chunk) { return *indexes_[chunk.pool]; }
+  // Calls `use` with the free index of `pool`: by its concrete type when it
+  // is the fast one (inline, no virtual calls), else through the interface.
+  template <typename Use>
+  decltype(auto) WithIndex(uint32_t pool, Use use) {
+    if (FastFreeIndex* fast = fast_indexes_[pool]) return use(*fast);
+    return use(*indexes_[pool]);
+  }
+  void AddIndex(std::unique_ptr<BfcFreeIndex> index);
   void InsertFree(ChunkHandle handle);
   void RemoveFree(ChunkHandle handle);
   void QueueTimestamped(ChunkHandle handle);
@@ -184,6 +192,8 @@ class BfcCore {
   // The policy's per-request decisions, made here without virtual calls.
   const std::optional<AllocationPolicy::InlineDecisions> inline_;
   std::vector<std::unique_ptr<BfcFreeIndex>> indexes_;  // one per pool
+  // indexes_[p] when it is a FastFreeIndex, else nullptr.
+  std::vector<FastFreeIndex*> fast_indexes_;
   AddressMap map_;
   AllocatorStats stats_;
   int64_t next_allocation_id_ = 1;
