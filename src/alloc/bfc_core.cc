@@ -22,6 +22,8 @@ BfcCore::BfcCore(SubAllocator* upstream, const Config& config,
       inline_(policy_->Inline()) {
   for (std::unique_ptr<BfcFreeIndex>& index : indexes)
     AddIndex(std::move(index));
+  // Inline policies have one pool.
+  if (inline_) single_fast_index_ = fast_indexes_.front();
   stats_.bytes_limit = config.memory_limit;
   if (separates_streams_) streams_.push_back(0);
 }
@@ -77,6 +79,28 @@ void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
   return nullptr;
 }
 
+void* BfcCore::AllocateFromIndex(uint64_t bytes, uint64_t alignment,
+                                 int32_t stream) {
+  const std::optional<uint64_t> rounded = RoundedSize(bytes);
+  if (!rounded || *rounded > config_.memory_limit ||
+      !timestamped_chunks_.empty()) {
+    return nullptr;
+  }
+  if (single_fast_index_ != nullptr && alignment == bfc::kMinAllocationSize) {
+    // One pool, the fast index, no filter: the best fit serves, unless it is
+    // a region's tail kept from small requests (FindChunk decides then).
+    const std::optional<FreeChunkKey> fit =
+        single_fast_index_->FindBestFit(*rounded);
+    if (!fit) return nullptr;
+    if (*rounded >= tail_kept_below_ ||
+        map_.chunk(fit->handle).next != kInvalidChunk) {
+      return ServeFit(*fit, bytes, *rounded, alignment, /*pool=*/0);
+    }
+  }
+  const int pool = inline_ ? 0 : PoolOf(stream, *rounded);
+  return FindChunk(bytes, *rounded, alignment, /*freed_before=*/0, pool);
+}
+
 void* BfcCore::GrowAndFind(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                            uint64_t freed_before, int pool) {
   bool relied_on_tail = false;
@@ -121,14 +145,19 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
   }
   if (!fit || (!inline_ && !policy_->MayServe(fit->size, rounded)))
     return nullptr;
-  ChunkHandle handle = fit->handle;
-  const uint64_t padding = bfc::AlignmentPadding(fit->address, alignment);
-  if (padding == 0 && ShouldSplit(fit->size, rounded, pool)) {
+  return ServeFit(*fit, bytes, rounded, alignment, pool);
+}
+
+void* BfcCore::ServeFit(const FreeChunkKey& fit, uint64_t bytes,
+                        uint64_t rounded, uint64_t alignment, int pool) {
+  ChunkHandle handle = fit.handle;
+  const uint64_t padding = bfc::AlignmentPadding(fit.address, alignment);
+  if (padding == 0 && ShouldSplit(fit.size, rounded, pool)) {
     // The tail takes the chunk's place in the index: one update, not two.
     const ChunkHandle tail = SplitChunk(handle, rounded);
     const BfcChunk& tail_chunk = map_.chunk(tail);
     const FreeChunkKey tail_key = tail_chunk.Key(tail);
-    WithIndex(pool, [&](auto& any) { any.Replace(*fit, tail_key); });
+    WithIndex(pool, [&](auto& any) { any.Replace(fit, tail_key); });
     QueueTimestamped(tail);
     return MarkInUse(handle, bytes);
   }

@@ -59,15 +59,7 @@ class BfcCore {
   // The common case of Allocate, for callers without a free-time filter: the
   // best fit from the free index, or nullptr with nothing changed (no
   // failure recorded, no growth), after which the caller calls Allocate.
-  void* AllocateFromIndex(uint64_t bytes, uint64_t alignment, int32_t stream) {
-    const std::optional<uint64_t> rounded = RoundedSize(bytes);
-    if (!rounded || *rounded > config_.memory_limit ||
-        !timestamped_chunks_.empty()) {
-      return nullptr;
-    }
-    const int pool = inline_ ? 0 : PoolOf(stream, *rounded);
-    return FindChunk(bytes, *rounded, alignment, /*freed_before=*/0, pool);
-  }
+  void* AllocateFromIndex(uint64_t bytes, uint64_t alignment, int32_t stream);
   // Frees the in-use block at `ptr`; false (and no change) when there is none:
   // DiagnoseBadFree then says why.
   bool FreeIfLive(void* ptr);
@@ -125,6 +117,10 @@ class BfcCore {
                                                   uint64_t rounded,
                                                   uint64_t alignment,
                                                   uint64_t freed_before) const;
+  // Serves a request from `fit`, a free chunk of `pool` that fits it: splits
+  // off an alignment prefix and a tail as the policy says, marks it in use.
+  void* ServeFit(const FreeChunkKey& fit, uint64_t bytes, uint64_t rounded,
+                 uint64_t alignment, int pool);
   void* MarkInUse(ChunkHandle handle, uint64_t bytes);
   // Cuts `handle` at `head_bytes`; returns the new tail chunk (not indexed).
   ChunkHandle SplitChunk(ChunkHandle handle, uint64_t head_bytes);
@@ -194,6 +190,8 @@ class BfcCore {
   std::vector<std::unique_ptr<BfcFreeIndex>> indexes_;  // one per pool
   // indexes_[p] when it is a FastFreeIndex, else nullptr.
   std::vector<FastFreeIndex*> fast_indexes_;
+  // The one index of an inline policy, when it is the fast one.
+  FastFreeIndex* single_fast_index_ = nullptr;
   AddressMap map_;
   AllocatorStats stats_;
   int64_t next_allocation_id_ = 1;

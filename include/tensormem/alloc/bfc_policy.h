@@ -79,7 +79,7 @@ constexpr uint64_t DoubledRegionBytes(uint64_t region_bytes) {
 // Bytes of padding in front of `address` (a multiple of 256) so that a block
 // starts at a multiple of `alignment` (a power of two).
 constexpr uint64_t AlignmentPadding(uint64_t address, uint64_t alignment) {
-  return (alignment - address % alignment) % alignment;
+  return (0 - address) & (alignment - 1);
 }
 
 }  // namespace tensormem::bfc
