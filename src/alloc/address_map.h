@@ -116,8 +116,19 @@ struct BfcRegion {
 
 class AddressMap {
  public:
-  ChunkHandle NewChunk();
-  void ReleaseChunk(ChunkHandle handle);
+  ChunkHandle NewChunk() {
+    if (free_handles_.empty()) return NewHandle();
+    const ChunkHandle handle = free_handles_.back();
+    free_handles_.pop_back();
+    return handle;
+  }
+  void ReleaseChunk(ChunkHandle handle) {
+    BfcChunk& released = chunks_[handle];
+    const uint32_t next_generation = released.generation + 1;
+    released = BfcChunk();
+    released.generation = next_generation;
+    free_handles_.push_back(handle);
+  }
   BfcChunk& chunk(ChunkHandle handle) { return chunks_[handle]; }
   const BfcChunk& chunk(ChunkHandle handle) const { return chunks_[handle]; }
   size_t num_chunks() const { return chunks_.size() - free_handles_.size(); }
@@ -166,6 +177,8 @@ class AddressMap {
   ChunkHandle FindContainingChunk(uint64_t address) const;
 
  private:
+  ChunkHandle NewHandle();  // grows chunks_
+
   std::vector<BfcChunk> chunks_;
   std::vector<ChunkHandle> free_handles_;
   std::vector<BfcRegion> regions_;

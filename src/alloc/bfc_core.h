@@ -121,6 +121,11 @@ class BfcCore {
   // off an alignment prefix and a tail as the policy says, marks it in use.
   void* ServeFit(const FreeChunkKey& fit, uint64_t bytes, uint64_t rounded,
                  uint64_t alignment, int pool);
+  // The rest of ServeFit when the fit is not simply split in two: takes it
+  // out of the index, splits off an alignment prefix and a tail as needed;
+  // returns the chunk to mark in use.
+  ChunkHandle TakeWhole(const FreeChunkKey& fit, uint64_t rounded,
+                        uint64_t alignment, int pool);
   void* MarkInUse(ChunkHandle handle, uint64_t bytes);
   // Cuts `handle` at `head_bytes`; returns the new tail chunk (not indexed).
   ChunkHandle SplitChunk(ChunkHandle handle, uint64_t head_bytes);
@@ -138,8 +143,16 @@ class BfcCore {
     return use(*indexes_[pool]);
   }
   void AddIndex(std::unique_ptr<BfcFreeIndex> index);
-  void InsertFree(ChunkHandle handle);
-  void RemoveFree(ChunkHandle handle);
+  void InsertFree(ChunkHandle handle) {
+    const BfcChunk& chunk = map_.chunk(handle);
+    const FreeChunkKey key = chunk.Key(handle);
+    WithIndex(chunk.pool, [&](auto& any) { any.Insert(key); });
+  }
+  void RemoveFree(ChunkHandle handle) {
+    const BfcChunk& chunk = map_.chunk(handle);
+    const FreeChunkKey key = chunk.Key(handle);
+    WithIndex(chunk.pool, [&](auto& any) { any.Erase(key); });
+  }
   void QueueTimestamped(ChunkHandle handle);
 
   // bfc_extend.cc
