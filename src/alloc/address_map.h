@@ -122,7 +122,7 @@ class AddressMap {
     free_handles_.pop_back();
     return handle;
   }
-  void ReleaseChunk(ChunkHandle handle) {
+  [[gnu::always_inline]] void ReleaseChunk(ChunkHandle handle) {
     BfcChunk& released = chunks_[handle];
     const uint32_t next_generation = released.generation + 1;
     released = BfcChunk();

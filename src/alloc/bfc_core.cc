@@ -79,28 +79,6 @@ void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
   return nullptr;
 }
 
-void* BfcCore::AllocateFromIndex(uint64_t bytes, uint64_t alignment,
-                                 int32_t stream) {
-  const std::optional<uint64_t> rounded = RoundedSize(bytes);
-  if (!rounded || *rounded > config_.memory_limit ||
-      !timestamped_chunks_.empty()) {
-    return nullptr;
-  }
-  if (single_fast_index_ != nullptr && alignment == bfc::kMinAllocationSize) {
-    // One pool, the fast index, no filter: the best fit serves, unless it is
-    // a region's tail kept from small requests (FindChunk decides then).
-    const std::optional<FreeChunkKey> fit =
-        single_fast_index_->FindBestFit(*rounded);
-    if (!fit) return nullptr;
-    if (*rounded >= tail_kept_below_ ||
-        map_.chunk(fit->handle).next != kInvalidChunk) {
-      return ServeFit(*fit, bytes, *rounded, alignment, /*pool=*/0);
-    }
-  }
-  const int pool = inline_ ? 0 : PoolOf(stream, *rounded);
-  return FindChunk(bytes, *rounded, alignment, /*freed_before=*/0, pool);
-}
-
 void* BfcCore::GrowAndFind(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                            uint64_t freed_before, int pool) {
   bool relied_on_tail = false;
@@ -151,8 +129,9 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
 void* BfcCore::ServeFit(const FreeChunkKey& fit, uint64_t bytes,
                         uint64_t rounded, uint64_t alignment, int pool) {
   ChunkHandle handle = fit.handle;
-  if (bfc::AlignmentPadding(fit.address, alignment) == 0 &&
-      ShouldSplit(fit.size, rounded, pool)) {
+  if (bfc::AlignmentPadding(fit.address, alignment) != 0) {
+    handle = TakeAligned(fit, rounded, alignment, pool);
+  } else if (ShouldSplit(fit.size, rounded, pool)) {
     // The tail takes the chunk's place in the index: one update, not two.
     const ChunkHandle tail = SplitChunk(handle, rounded);
     const BfcChunk& tail_chunk = map_.chunk(tail);
@@ -160,22 +139,18 @@ void* BfcCore::ServeFit(const FreeChunkKey& fit, uint64_t bytes,
     WithIndex(pool, [&](auto& any) { any.Replace(fit, tail_key); });
     QueueTimestamped(tail);
   } else {
-    handle = TakeWhole(fit, rounded, alignment, pool);
+    WithIndex(pool, [&](auto& any) { any.Erase(fit); });
   }
   return MarkInUse(handle, bytes);
 }
 
-ChunkHandle BfcCore::TakeWhole(const FreeChunkKey& fit, uint64_t rounded,
-                               uint64_t alignment, int pool) {
-  ChunkHandle handle = fit.handle;
-  RemoveFree(handle);
-  if (const uint64_t padding = bfc::AlignmentPadding(fit.address, alignment);
-      padding > 0) {
-    // The unaligned prefix stays behind as a free chunk of its own.
-    const ChunkHandle aligned = SplitChunk(handle, padding);
-    InsertFree(handle);
-    handle = aligned;
-  }
+ChunkHandle BfcCore::TakeAligned(const FreeChunkKey& fit, uint64_t rounded,
+                                 uint64_t alignment, int pool) {
+  RemoveFree(fit.handle);
+  // The unaligned prefix stays behind as a free chunk of its own.
+  const ChunkHandle handle =
+      SplitChunk(fit.handle, bfc::AlignmentPadding(fit.address, alignment));
+  InsertFree(fit.handle);
   if (ShouldSplit(map_.chunk(handle).size, rounded, pool)) {
     const ChunkHandle tail = SplitChunk(handle, rounded);
     InsertFree(tail);
@@ -340,10 +315,8 @@ ChunkHandle BfcCore::TryToCoalesce(ChunkHandle handle, bool ignore_freed_at) {
   map_.ReleaseChunk(second);
 }
 
-void BfcCore::QueueTimestamped(ChunkHandle handle) {
-  const BfcChunk& chunk = map_.chunk(handle);
-  if (chunk.freed_at_count > 0)
-    timestamped_chunks_.push_back({handle, chunk.generation});
+void BfcCore::QueueStamped(ChunkHandle handle) {
+  timestamped_chunks_.push_back({handle, map_.chunk(handle).generation});
 }
 
 const BfcChunk* BfcCore::FindLiveChunk(const void* ptr) const {

@@ -59,7 +59,29 @@ class BfcCore {
   // The common case of Allocate, for callers without a free-time filter: the
   // best fit from the free index, or nullptr with nothing changed (no
   // failure recorded, no growth), after which the caller calls Allocate.
-  void* AllocateFromIndex(uint64_t bytes, uint64_t alignment, int32_t stream);
+  // Inline: with the allocator's lock and checks, one function per request.
+  [[gnu::always_inline]] void* AllocateFromIndex(uint64_t bytes,
+                                                 uint64_t alignment,
+                                                 int32_t stream) {
+    const std::optional<uint64_t> rounded = RoundedSize(bytes);
+    if (!rounded || *rounded > config_.memory_limit ||
+        !timestamped_chunks_.empty()) {
+      return nullptr;
+    }
+    if (single_fast_index_ != nullptr && alignment == bfc::kMinAllocationSize) {
+      // One pool, the fast index, no filter: the best fit serves, unless it
+      // is a region's tail kept from small requests (FindChunk decides then).
+      const std::optional<FreeChunkKey> fit =
+          single_fast_index_->FindBestFit(*rounded);
+      if (!fit) return nullptr;
+      if (*rounded >= tail_kept_below_ ||
+          map_.chunk(fit->handle).next != kInvalidChunk) {
+        return ServeFit(*fit, bytes, *rounded, alignment, /*pool=*/0);
+      }
+    }
+    const int pool = inline_ ? 0 : PoolOf(stream, *rounded);
+    return FindChunk(bytes, *rounded, alignment, /*freed_before=*/0, pool);
+  }
   // Frees the in-use block at `ptr`; false (and no change) when there is none:
   // DiagnoseBadFree then says why.
   bool FreeIfLive(void* ptr);
@@ -121,11 +143,11 @@ class BfcCore {
   // off an alignment prefix and a tail as the policy says, marks it in use.
   void* ServeFit(const FreeChunkKey& fit, uint64_t bytes, uint64_t rounded,
                  uint64_t alignment, int pool);
-  // The rest of ServeFit when the fit is not simply split in two: takes it
-  // out of the index, splits off an alignment prefix and a tail as needed;
+  // ServeFit for a fit that needs alignment padding: takes it out of the
+  // index, splits off the prefix (free) and a tail as the policy says;
   // returns the chunk to mark in use.
-  ChunkHandle TakeWhole(const FreeChunkKey& fit, uint64_t rounded,
-                        uint64_t alignment, int pool);
+  ChunkHandle TakeAligned(const FreeChunkKey& fit, uint64_t rounded,
+                          uint64_t alignment, int pool);
   void* MarkInUse(ChunkHandle handle, uint64_t bytes);
   // Cuts `handle` at `head_bytes`; returns the new tail chunk (not indexed).
   ChunkHandle SplitChunk(ChunkHandle handle, uint64_t head_bytes);
@@ -138,12 +160,12 @@ class BfcCore {
   // Calls `use` with the free index of `pool`: by its concrete type when it
   // is the fast one (inline, no virtual calls), else through the interface.
   template <typename Use>
-  decltype(auto) WithIndex(uint32_t pool, Use use) {
+  [[gnu::always_inline]] decltype(auto) WithIndex(uint32_t pool, Use use) {
     if (FastFreeIndex* fast = fast_indexes_[pool]) return use(*fast);
     return use(*indexes_[pool]);
   }
   void AddIndex(std::unique_ptr<BfcFreeIndex> index);
-  void InsertFree(ChunkHandle handle) {
+  [[gnu::always_inline]] void InsertFree(ChunkHandle handle) {
     const BfcChunk& chunk = map_.chunk(handle);
     const FreeChunkKey key = chunk.Key(handle);
     WithIndex(chunk.pool, [&](auto& any) { any.Insert(key); });
@@ -153,7 +175,10 @@ class BfcCore {
     const FreeChunkKey key = chunk.Key(handle);
     WithIndex(chunk.pool, [&](auto& any) { any.Erase(key); });
   }
-  void QueueTimestamped(ChunkHandle handle);
+  void QueueTimestamped(ChunkHandle handle) {
+    if (map_.chunk(handle).freed_at_count > 0) QueueStamped(handle);
+  }
+  void QueueStamped(ChunkHandle handle);
 
   // bfc_extend.cc
   // Grows the pool for a request; `use_free_tail` lets a coalescing upstream
