@@ -23,6 +23,8 @@ const char* PruneRuleName(PruneRule rule) {
       return "canonical order (touching, rank)";
     case PruneRule::kHatless:
       return "hatless candidates";
+    case PruneRule::kTwins:
+      return "twins";
   }
   return "unknown";
 }
@@ -42,6 +44,8 @@ FeasibilitySearch::FeasibilitySearch(const Problem& problem, int order,
   cuts_.resize(2 * n + 3);
   saved_ranks_.resize(2 * n + 3);
   contention_.resize(n);
+  twins_ = SameLifetimeGroups(problem);
+  twin_rank_ = rank_;
 }
 
 SearchOutcome FeasibilitySearch::Run(uint64_t capacity,
@@ -322,9 +326,29 @@ PruneRule FeasibilitySearch::CandidateRule(int u, uint64_t current_offset,
       (lowest == current_offset && rank_[u] < last_rank))
     return PruneRule::kCanonical;
   if (lowest >= lowest_top) return PruneRule::kDominance;
+  if (BreaksTwinOrder(u, lowest)) return PruneRule::kTwins;
   if (use_guide && guide_ != nullptr && (*guide_)[u] != lowest)
     return PruneRule::kCanonical;
   return PruneRule::kNone;
+}
+
+// The other rules only need a packing where no buffer can sink on its own.
+// One minimising the sum of offset x size x (n - initial rank) is such a
+// packing, and swapping twins out of this rule's order (equal ones anywhere,
+// unequal ones stacked directly) would lower that sum, so it keeps the rule.
+// Ranks, not sizes, set the direction, so the order's first tries stay
+// allowed. Padding could lift a swapped real top past an unaligned capacity.
+bool FeasibilitySearch::BreaksTwinOrder(int u, uint64_t offset) const {
+  const SolverBuffer& b = problem_.buffers[u];
+  for (const int w : twins_[u]) {
+    if (!placed_[w] || twin_rank_[w] < twin_rank_[u]) continue;
+    const SolverBuffer& under = problem_.buffers[w];
+    if (under.size == b.size) return true;
+    if (under.size == under.padded && b.size == b.padded &&
+        offset_[w] + under.padded == offset)
+      return true;
+  }
+  return false;
 }
 
 bool FeasibilitySearch::Place(int buffer, uint64_t offset) {
