@@ -40,8 +40,9 @@ struct BfcChunk {
   uint32_t generation = 0;
 
   bool in_use() const { return allocation_id != -1; }
-  // Free and not waiting for a safe frontier: a freed neighbour absorbs it.
-  bool Mergeable() const { return !in_use() && freed_at_count == 0; }
+  // Free (in the free index) and not waiting for a safe frontier: a freed
+  // neighbour absorbs it.
+  bool Mergeable() const { return allocation_id == -1 && freed_at_count == 0; }
   uint64_t end() const { return address + size; }
   FreeChunkKey Key(ChunkHandle self) const { return {size, address, self}; }
 };

@@ -34,7 +34,9 @@
 
 namespace tensormem::internal {
 
-class BfcCore {
+// Aligned to a cache line: the engines of a ShardedAllocator's shards, used
+// by different threads, never share one.
+class alignas(64) BfcCore {
  public:
   struct Config {
     uint64_t memory_limit = 0;
