@@ -141,12 +141,20 @@ class AddressMap {
   BfcRegion* RegionEndingAt(uint64_t address);
   // The region containing `address`, or nullptr.
   const BfcRegion* RegionContaining(uint64_t address) const {
+    // Lookups come in runs on one region (splits and merges at its end): the
+    // region found last is tried first.
+    if (region_hint_ < regions_.size()) {
+      const BfcRegion& hint = regions_[region_hint_];
+      if (address - hint.begin < hint.end - hint.begin) return &hint;
+    }
     auto it = std::upper_bound(
         regions_.begin(), regions_.end(), address,
         [](uint64_t value, const BfcRegion& r) { return value < r.begin; });
     if (it == regions_.begin()) return nullptr;
     --it;
-    return address < it->end ? &*it : nullptr;
+    if (address >= it->end) return nullptr;
+    region_hint_ = it - regions_.begin();
+    return &*it;
   }
   BfcRegion* MutableRegionContaining(uint64_t address) {
     return const_cast<BfcRegion*>(RegionContaining(address));
@@ -183,6 +191,9 @@ class AddressMap {
   std::vector<BfcChunk> chunks_;
   std::vector<ChunkHandle> free_handles_;
   std::vector<BfcRegion> regions_;
+  // Where RegionContaining found its last answer (checked before use: regions
+  // come and go).
+  mutable size_t region_hint_ = 0;
   LiveTable live_;
   size_t num_live_ = 0;
 };

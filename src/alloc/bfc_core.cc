@@ -101,12 +101,11 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                          uint64_t freed_before, int pool) {
   const bool filter_by_time = freed_before > 0;
   const bool filter_by_alignment = alignment > bfc::kMinAllocationSize;
-  BfcFreeIndex& index = *indexes_[pool];
   std::optional<FreeChunkKey> fit;
   if (!filter_by_time && !filter_by_alignment) {
     fit = WithIndex(pool, [&](auto& any) { return any.FindBestFit(rounded); });
   } else {
-    fit = index.FindBestFitIf(rounded, [&](const FreeChunkKey& key) {
+    fit = BestFitWhere(pool, rounded, [&](const FreeChunkKey& key) {
       if (filter_by_time &&
           freed_before < map_.chunk(key.handle).freed_at_count)
         return false;
@@ -114,15 +113,9 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
              bfc::AlignmentPadding(key.address, alignment);
     });
   }
-  if (rounded < tail_kept_below_ && fit &&
-      map_.chunk(fit->handle).next == kInvalidChunk) {
-    if (std::optional<FreeChunkKey> hole =
-            FindFitOutsideTails(index, rounded, alignment, freed_before)) {
-      fit = hole;
-    }
-  }
-  if (!fit || (!inline_ && !policy_->MayServe(fit->size, rounded)))
-    return nullptr;
+  if (!fit) return nullptr;
+  PreferHoleToTail(*fit, pool, rounded, alignment, freed_before);
+  if (!inline_ && !policy_->MayServe(fit->size, rounded)) return nullptr;
   return ServeFit(*fit, bytes, rounded, alignment, pool);
 }
 
@@ -160,9 +153,9 @@ ChunkHandle BfcCore::TakeAligned(const FreeChunkKey& fit, uint64_t rounded,
 }
 
 std::optional<FreeChunkKey> BfcCore::FindFitOutsideTails(
-    BfcFreeIndex& index, uint64_t rounded, uint64_t alignment,
+    int pool, uint64_t rounded, uint64_t alignment,
     uint64_t freed_before) const {
-  return index.FindBestFitIf(rounded, [&](const FreeChunkKey& key) {
+  return BestFitWhere(pool, rounded, [&](const FreeChunkKey& key) {
     const BfcChunk& chunk = map_.chunk(key.handle);
     if (chunk.next == kInvalidChunk) return false;
     if (freed_before > 0 && freed_before < chunk.freed_at_count) return false;

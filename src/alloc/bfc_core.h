@@ -71,15 +71,14 @@ class alignas(64) BfcCore {
       return nullptr;
     }
     if (single_fast_index_ != nullptr && alignment == bfc::kMinAllocationSize) {
-      // One pool, the fast index, no filter: the best fit serves, unless it
-      // is a region's tail kept from small requests (FindChunk decides then).
-      const std::optional<FreeChunkKey> fit =
+      // One pool, the fast index, no filter, the best fit serves (FindChunk
+      // without its general cases).
+      std::optional<FreeChunkKey> fit =
           single_fast_index_->FindBestFit(*rounded);
       if (!fit) return nullptr;
-      if (*rounded >= tail_kept_below_ ||
-          map_.chunk(fit->handle).next != kInvalidChunk) {
-        return ServeFit(*fit, bytes, *rounded, alignment, /*pool=*/0);
-      }
+      PreferHoleToTail(*fit, /*pool=*/0, *rounded, alignment,
+                       /*freed_before=*/0);
+      return ServeFit(*fit, bytes, *rounded, alignment, /*pool=*/0);
     }
     const int pool = inline_ ? 0 : PoolOf(stream, *rounded);
     return FindChunk(bytes, *rounded, alignment, /*freed_before=*/0, pool);
@@ -136,9 +135,22 @@ class alignas(64) BfcCore {
   }
   void* FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                   uint64_t freed_before, int pool);
+  // The policy's tail rule: when `fit`, the best fit for `rounded` bytes, is
+  // a region's free tail kept from requests this small, the best hole that
+  // fits (FindFitOutsideTails) replaces it, if there is one.
+  void PreferHoleToTail(FreeChunkKey& fit, int pool, uint64_t rounded,
+                        uint64_t alignment, uint64_t freed_before) const {
+    if (rounded >= tail_kept_below_ ||
+        map_.chunk(fit.handle).next != kInvalidChunk) {
+      return;
+    }
+    if (std::optional<FreeChunkKey> hole =
+            FindFitOutsideTails(pool, rounded, alignment, freed_before)) {
+      fit = *hole;
+    }
+  }
   // The best fit among free chunks that do not end a region, if any.
-  std::optional<FreeChunkKey> FindFitOutsideTails(BfcFreeIndex& index,
-                                                  uint64_t rounded,
+  std::optional<FreeChunkKey> FindFitOutsideTails(int pool, uint64_t rounded,
                                                   uint64_t alignment,
                                                   uint64_t freed_before) const;
   // Serves a request from `fit`, a free chunk of `pool` that fits it: splits
@@ -167,6 +179,14 @@ class alignas(64) BfcCore {
     return use(*indexes_[pool]);
   }
   void AddIndex(std::unique_ptr<BfcFreeIndex> index);
+  // The best fit of `pool` that `accept` takes; inline for the fast index.
+  template <typename Accept>
+  std::optional<FreeChunkKey> BestFitWhere(int pool, uint64_t rounded,
+                                           const Accept& accept) const {
+    if (const FastFreeIndex* fast = fast_indexes_[pool])
+      return fast->FindBestFitWhere(rounded, accept);
+    return indexes_[pool]->FindBestFitIf(rounded, accept);
+  }
   [[gnu::always_inline]] void InsertFree(ChunkHandle handle) {
     const BfcChunk& chunk = map_.chunk(handle);
     const FreeChunkKey key = chunk.Key(handle);

@@ -102,8 +102,21 @@ class FreeBin {
   }
 
   // The first key >= `probe` that `accept` takes, in order.
+  template <typename Accept>
   std::optional<FreeChunkKey> FindFromIf(const FreeChunkKey& probe,
-                                         BfcFreeIndex::Filter accept) const;
+                                         const Accept& accept) const {
+    if (in_tree_) {
+      for (auto it = tree_.lower_bound(probe); it != tree_.end(); ++it) {
+        if (accept(*it)) return *it;
+      }
+      return std::nullopt;
+    }
+    for (uint32_t i = LowerBound(Pack(probe)); i < count_; ++i) {
+      const FreeChunkKey key = At(i);
+      if (accept(key)) return key;
+    }
+    return std::nullopt;
+  }
 
   FreeChunkKey front() const { return in_tree_ ? *tree_.begin() : At(0); }
   FreeChunkKey back() const {
@@ -189,7 +202,24 @@ class FastFreeIndex final : public BfcFreeIndex {
   }
 
   std::optional<FreeChunkKey> FindBestFitIf(uint64_t min_size,
-                                            Filter accept) const override;
+                                            Filter accept) const override {
+    return FindBestFitWhere(min_size, accept);
+  }
+  // FindBestFitIf with the filter inline (no indirect call per key).
+  template <typename Accept>
+  std::optional<FreeChunkKey> FindBestFitWhere(uint64_t min_size,
+                                               const Accept& accept) const {
+    int bin = bfc::BinNumForSize(min_size);
+    FreeChunkKey probe{min_size, 0, 0};
+    while (bin >= 0) {
+      if (std::optional<FreeChunkKey> fit =
+              bins_[bin].FindFromIf(probe, accept))
+        return fit;
+      bin = NextNonEmptyBin(bin);
+      probe = FreeChunkKey{0, 0, 0};
+    }
+    return std::nullopt;
+  }
 
   std::optional<FreeChunkKey> Largest() const override {
     if (non_empty_bins_ == 0) return std::nullopt;

@@ -1,5 +1,5 @@
 // The fast free index's parts off the hot path (fast_free_index.h has the
-// rest): bins moving between the array and the B-tree, filtered searches.
+// rest): bins moving between the array and the B-tree.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -31,34 +31,6 @@ bool FreeBin::EraseFromTree(const FreeChunkKey& key) {
     in_tree_ = false;
   }
   return true;
-}
-
-std::optional<FreeChunkKey> FreeBin::FindFromIf(
-    const FreeChunkKey& probe, BfcFreeIndex::Filter accept) const {
-  if (in_tree_) {
-    for (auto it = tree_.lower_bound(probe); it != tree_.end(); ++it) {
-      if (accept(*it)) return *it;
-    }
-    return std::nullopt;
-  }
-  for (uint32_t i = LowerBound(Pack(probe)); i < count_; ++i) {
-    const FreeChunkKey key = At(i);
-    if (accept(key)) return key;
-  }
-  return std::nullopt;
-}
-
-std::optional<FreeChunkKey> FastFreeIndex::FindBestFitIf(uint64_t min_size,
-                                                         Filter accept) const {
-  int bin = bfc::BinNumForSize(min_size);
-  FreeChunkKey probe{min_size, 0, 0};
-  while (bin >= 0) {
-    if (std::optional<FreeChunkKey> fit = bins_[bin].FindFromIf(probe, accept))
-      return fit;
-    bin = NextNonEmptyBin(bin);
-    probe = FreeChunkKey{0, 0, 0};
-  }
-  return std::nullopt;
 }
 
 }  // namespace internal
