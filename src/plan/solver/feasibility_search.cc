@@ -332,12 +332,11 @@ PruneRule FeasibilitySearch::CandidateRule(int u, uint64_t current_offset,
   return PruneRule::kNone;
 }
 
-// The other rules only need a packing where no buffer can sink on its own.
-// One minimising the sum of offset x size x (n - initial rank) is such a
-// packing, and swapping twins out of this rule's order (equal ones anywhere,
-// unequal ones stacked directly) would lower that sum, so it keeps the rule.
-// Ranks, not sizes, set the direction, so the order's first tries stay
-// allowed. Padding could lift a swapped real top past an unaligned capacity.
+// The other rules need only a packing where no buffer can sink alone; one
+// minimising the sum of offset x size x (n - initial rank) is one, and keeps
+// this rule: swapping twins out of its order (equal ones anywhere, unequal
+// ones stacked directly) lowers that sum. Ranks set the direction, so the
+// order's first tries stay allowed; padding could lift a real top too high.
 bool FeasibilitySearch::BreaksTwinOrder(int u, uint64_t offset) const {
   const SolverBuffer& b = problem_.buffers[u];
   for (const int w : twins_[u]) {
