@@ -6,13 +6,17 @@
 //
 //   ./bench/solver_hard_benchmark --count 200 --seconds 3
 //   ./bench/solver_hard_benchmark --count 200 --write /tmp/hard  # CSVs too
+//   ./bench/solver_hard_benchmark --family calibrated --stats
 //
 // Flags: --count N (100), --first-seed S (1), --seconds T (wall limit per
 // instance, 3), --cpu-seconds C (also stop each instance after C CPU-seconds,
 // so a loaded machine does not shorten the search: use --seconds large),
 // --threads K (1), --write DIR (also write DIR/hard_<seed>.csv in MiniMalloc's
-// column layout, for other solvers), --verbose (a line per instance). CPU
-// seconds come from getrusage, so they add up all threads.
+// column layout, for other solvers), --verbose (a line per instance),
+// --family default|calibrated (CalibratedHardOptions: fitted to the
+// challenging sets' statistics), --stats (per instance: buffers, sections,
+// full sections, fill; no search). CPU seconds come from getrusage, so they
+// add up all threads.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "plan/solver/hard_instances.h"
+#include "plan/solver/problem.h"
 #include "tensormem/plan/solver/optimal_planner.h"
 
 namespace tensormem {
@@ -46,6 +51,8 @@ struct Flags {
   int threads = 1;
   std::string write_dir;
   bool verbose = false;
+  bool stats = false;
+  bool calibrated = false;
 };
 
 bool ParseFlags(int argc, char** argv, Flags& flags) {
@@ -54,6 +61,16 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
     const bool has_value = i + 1 < argc;
     if (flag == "--verbose") {
       flags.verbose = true;
+    } else if (flag == "--stats") {
+      flags.stats = true;
+    } else if (flag == "--family" && has_value) {
+      const std::string family = argv[++i];
+      if (family != "default" && family != "calibrated") {
+        std::fprintf(stderr, "--family: default or calibrated, not %s\n",
+                     family.c_str());
+        return false;
+      }
+      flags.calibrated = family == "calibrated";
     } else if (flag == "--count" && has_value) {
       flags.count = std::atoi(argv[++i]);
     } else if (flag == "--first-seed" && has_value) {
@@ -75,7 +92,35 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
          flags.threads > 0;
 }
 
+// Buffers, sections, sections exactly at the capacity, and the share of the
+// capacity x time rectangle the buffers fill: the statistics the challenging
+// sets are described by.
+void PrintStats(uint64_t seed, const solver_internal::HardInstance& hard) {
+  absl::StatusOr<solver_internal::Problem> problem =
+      solver_internal::BuildProblem(hard.set, 1);
+  if (!problem.ok()) return;
+  int full = 0;
+  for (const uint64_t live : problem->section_total)
+    full += live == hard.capacity ? 1 : 0;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  double area = 0;
+  for (const Buffer& b : hard.set.buffers) {
+    first = std::min(first, b.lower);
+    last = std::max(last, b.upper);
+    area +=
+        static_cast<double>(b.size) * static_cast<double>(b.upper - b.lower);
+  }
+  std::printf("seed %llu buffers %zu sections %d full %d fill %.3f\n",
+              static_cast<unsigned long long>(seed), hard.set.buffers.size(),
+              problem->num_sections, full,
+              area / (static_cast<double>(hard.capacity) *
+                      static_cast<double>(last - first)));
+}
+
 int Run(const Flags& flags) {
+  const solver_internal::HardInstanceOptions family =
+      flags.calibrated ? solver_internal::CalibratedHardOptions()
+                       : solver_internal::HardInstanceOptions{};
   int fits = 0, fits_in_one_second = 0;
   std::vector<double> cpu_of_fits;
   double total_cpu = 0;
@@ -83,7 +128,11 @@ int Run(const Flags& flags) {
   for (int k = 0; k < flags.count; ++k) {
     const uint64_t seed = flags.first_seed + k;
     const solver_internal::HardInstance hard =
-        solver_internal::MakeHardInstance(seed, {});
+        solver_internal::MakeHardInstance(seed, family);
+    if (flags.stats) {
+      PrintStats(seed, hard);
+      continue;
+    }
     if (!flags.write_dir.empty()) {
       std::ofstream(flags.write_dir + "/hard_" + std::to_string(seed) + ".csv")
           << FormatBufferSetCsv(hard.set);
@@ -146,7 +195,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: solver_hard_benchmark [--count N] [--first-seed S] "
                  "[--seconds T] [--cpu-seconds C] [--threads K] [--write DIR] "
-                 "[--verbose]\n");
+                 "[--verbose] [--stats] [--family default|calibrated]\n");
     return 2;
   }
   return tensormem::Run(flags);

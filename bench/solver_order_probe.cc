@@ -86,11 +86,15 @@ int Main(int argc, char** argv) {
       return 2;
     }
     for (int source : problem->source_index) guide.push_back(packing[source]);
-    guide = solver_internal::PushDownPacking(*problem, guide);
   }
   for (int order = 0; order < orders; ++order) {
     solver_internal::FeasibilitySearch search(*problem, order, rerank);
-    if (guided) search.set_guide(&guide);
+    const std::vector<uint64_t> order_guide =
+        guided ? solver_internal::PushDownPacking(
+                     *problem, guide,
+                     solver_internal::StaticOrderRanks(*problem, order))
+               : guide;
+    if (guided) search.set_guide(&order_guide);
     const solver_internal::SearchOutcome outcome =
         search.Run(capacity, {.node_limit = limit});
     std::printf("order %d %s nodes %llu deepest %d of %zu\n", order,

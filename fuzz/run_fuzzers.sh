@@ -5,7 +5,8 @@
 #
 # With FUZZ_RUNS=N each target instead runs N inputs from seed 1 (at most
 # SECONDS): the same inputs on every machine, so a CI smoke run does not fail
-# on a crash that a luckier run happened to find.
+# on a crash that a luckier run happened to find. FUZZ_SEED=0 picks a new seed
+# (long runs that stop at a number of executions).
 #
 # Each target starts from its checked-in seeds (fuzz/corpus/<name>) plus what
 # earlier runs found (<build>/corpus/<name>, which grows), with its dictionary
@@ -38,7 +39,7 @@ for target in "${targets[@]}"; do
   mkdir -p "$corpus"
   flags=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048
          -print_final_stats=1 -artifact_prefix="$build/crashes/$target-")
-  [ -n "${FUZZ_RUNS:-}" ] && flags+=(-runs="$FUZZ_RUNS" -seed=1)
+  [ -n "${FUZZ_RUNS:-}" ] && flags+=(-runs="$FUZZ_RUNS" -seed="${FUZZ_SEED:-1}")
   dictionary="fuzz/dictionaries/$target.dict"
   [ -f "$dictionary" ] && flags+=(-dict="$dictionary")
   # Hostile sizes must fail cleanly, not abort inside the sanitizer's malloc.

@@ -4,7 +4,7 @@
 
 namespace tensormem::internal {
 
-void LiveTable::Set(uint64_t address, ChunkHandle handle) {
+void LiveTable::SetInNewPage(uint64_t address, ChunkHandle handle) {
   const uint64_t top_index = address >> kTopShift;
   if (top_.empty()) base_top_ = top_index;
   if (top_index < base_top_) {
@@ -27,22 +27,9 @@ void LiveTable::Set(uint64_t address, ChunkHandle handle) {
   (*leaf)[(address >> kSlotBits) & kLeafMask] = handle;
 }
 
-ChunkHandle AddressMap::NewChunk() {
-  if (!free_handles_.empty()) {
-    const ChunkHandle handle = free_handles_.back();
-    free_handles_.pop_back();
-    return handle;
-  }
+ChunkHandle AddressMap::NewHandle() {
   chunks_.emplace_back();
   return static_cast<ChunkHandle>(chunks_.size() - 1);
-}
-
-void AddressMap::ReleaseChunk(ChunkHandle handle) {
-  BfcChunk& released = chunks_[handle];
-  const uint32_t next_generation = released.generation + 1;
-  released = BfcChunk();
-  released.generation = next_generation;
-  free_handles_.push_back(handle);
 }
 
 BfcRegion& AddressMap::AddRegion(void* ptr, uint64_t bytes,

@@ -47,6 +47,9 @@ struct BfcChunk {
   bool in_use() const { return allocation_id > 0; }
   bool is_free() const { return allocation_id == kFreeChunkId; }
   bool decommitted() const { return allocation_id == kDecommittedChunkId; }
+  // Free (in the free index) and not waiting for a safe frontier: a freed
+  // neighbour absorbs it.
+  bool Mergeable() const { return is_free() && freed_at_count == 0; }
   uint64_t end() const { return address + size; }
   FreeChunkKey Key(ChunkHandle self) const { return {size, address, self}; }
 };
@@ -75,7 +78,13 @@ class LiveTable {
     return &(*leaf)[(address >> kSlotBits) & kLeafMask];
   }
   // `address` must be a multiple of 256.
-  void Set(uint64_t address, ChunkHandle handle);
+  void Set(uint64_t address, ChunkHandle handle) {
+    if (ChunkHandle* slot = Slot(address)) {
+      *slot = handle;
+      return;
+    }
+    SetInNewPage(address, handle);
+  }
 
  private:
   static constexpr int kSlotBits = 8;
@@ -87,6 +96,9 @@ class LiveTable {
   static constexpr uint64_t kMidMask = (uint64_t{1} << kMidBits) - 1;
   using Leaf = std::array<ChunkHandle, size_t{1} << kLeafBits>;
   using Mid = std::array<std::unique_ptr<Leaf>, size_t{1} << kMidBits>;
+
+  // Set, making the pages on the way to the slot.
+  void SetInNewPage(uint64_t address, ChunkHandle handle);
 
   uint64_t base_top_ = 0;  // address >> kTopShift of top_[0]
   std::vector<std::unique_ptr<Mid>> top_;
@@ -112,8 +124,19 @@ struct BfcRegion {
 
 class AddressMap {
  public:
-  ChunkHandle NewChunk();
-  void ReleaseChunk(ChunkHandle handle);
+  ChunkHandle NewChunk() {
+    if (free_handles_.empty()) return NewHandle();
+    const ChunkHandle handle = free_handles_.back();
+    free_handles_.pop_back();
+    return handle;
+  }
+  [[gnu::always_inline]] void ReleaseChunk(ChunkHandle handle) {
+    BfcChunk& released = chunks_[handle];
+    const uint32_t next_generation = released.generation + 1;
+    released = BfcChunk();
+    released.generation = next_generation;
+    free_handles_.push_back(handle);
+  }
   BfcChunk& chunk(ChunkHandle handle) { return chunks_[handle]; }
   const BfcChunk& chunk(ChunkHandle handle) const { return chunks_[handle]; }
   size_t num_chunks() const { return chunks_.size() - free_handles_.size(); }
@@ -125,12 +148,20 @@ class AddressMap {
   BfcRegion* RegionEndingAt(uint64_t address);
   // The region containing `address`, or nullptr.
   const BfcRegion* RegionContaining(uint64_t address) const {
+    // Lookups come in runs on one region (splits and merges at its end): the
+    // region found last is tried first.
+    if (region_hint_ < regions_.size()) {
+      const BfcRegion& hint = regions_[region_hint_];
+      if (address - hint.begin < hint.end - hint.begin) return &hint;
+    }
     auto it = std::upper_bound(
         regions_.begin(), regions_.end(), address,
         [](uint64_t value, const BfcRegion& r) { return value < r.begin; });
     if (it == regions_.begin()) return nullptr;
     --it;
-    return address < it->end ? &*it : nullptr;
+    if (address >= it->end) return nullptr;
+    region_hint_ = it - regions_.begin();
+    return &*it;
   }
   BfcRegion* MutableRegionContaining(uint64_t address) {
     return const_cast<BfcRegion*>(RegionContaining(address));
@@ -162,9 +193,14 @@ class AddressMap {
   ChunkHandle FindContainingChunk(uint64_t address) const;
 
  private:
+  ChunkHandle NewHandle();  // grows chunks_
+
   std::vector<BfcChunk> chunks_;
   std::vector<ChunkHandle> free_handles_;
   std::vector<BfcRegion> regions_;
+  // Where RegionContaining found its last answer (checked before use: regions
+  // come and go).
+  mutable size_t region_hint_ = 0;
   LiveTable live_;
   size_t num_live_ = 0;
 };

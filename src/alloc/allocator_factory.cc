@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "alloc/allocator_spec_internal.h"
 #include "tensormem/alloc/allocator_spec.h"
 #include "tensormem/alloc/limiting_allocator.h"
 #include "tensormem/alloc/policy_registry.h"
@@ -25,26 +26,15 @@ absl::Status Named(std::string_view key, const absl::Status& status) {
 absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
                                          uint64_t limit,
                                          BfcAllocatorOptions options) {
-  SubAllocatorParams params;
-  params.capacity = std::max(spec.capacity, limit);
-  params.device = spec.device;
-  // Only the simulated kind has a choice; the others coalesce or not by
-  // nature, and refuse a request they cannot honour.
-  params.coalescing = spec.sub_allocator == "simulated" &&
-                      spec.coalescing.value_or(spec.policy != "tf");
-  absl::StatusOr<std::unique_ptr<SubAllocator>> upstream =
-      CreateSubAllocator(spec.sub_allocator, params);
+  absl::StatusOr<std::unique_ptr<SubAllocator>> upstream = CreateSubAllocator(
+      spec.sub_allocator, alloc_internal::SubAllocatorParamsFor(spec, limit));
   if (!upstream.ok()) return Named("sub_allocator", upstream.status());
-
-  PolicyEnvironment environment;
-  environment.memory_limit = limit;
-  environment.allow_growth = spec.growth;
-  environment.upstream_coalesces = (*upstream)->SupportsCoalescing();
-  environment.fragmentation_fraction = spec.fragmentation_fraction;
-  environment.granule = spec.granule;
+  const PolicyEnvironment environment = alloc_internal::PolicyEnvironmentFor(
+      spec, limit, (*upstream)->SupportsCoalescing());
   absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
       CreatePolicy(spec.policy, environment, spec.config);
-  if (!policy.ok()) return Named("policy", policy.status());
+  if (!policy.ok())
+    return alloc_internal::NamePolicyError(spec, policy.status());
 
   options.allow_growth = spec.growth;
   options.garbage_collection = spec.garbage_collection;
@@ -59,10 +49,8 @@ absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
 
 // `spec.shards` BFC allocators of limit / shards each (at least 256 bytes).
 absl::StatusOr<BuiltAllocator> CreateSharded(
-    const AllocatorSpec& spec, uint64_t limit,
-    const BfcAllocatorOptions& options) {
-  const uint64_t shard_limit =
-      std::max<uint64_t>(limit / spec.shards / 256 * 256, 256);
+    const AllocatorSpec& spec, const BfcAllocatorOptions& options) {
+  const uint64_t shard_limit = alloc_internal::BfcLimit(spec);
   std::vector<std::unique_ptr<BfcAllocator>> shards;
   for (int i = 0; i < spec.shards; ++i) {
     TM_ASSIGN_OR_RETURN(BuiltAllocator shard,
@@ -85,7 +73,7 @@ absl::StatusOr<BuiltAllocator> CreateAllocator(const AllocatorSpec& spec,
   TM_RETURN_IF_ERROR(ValidateAllocatorSpec(spec));
   const uint64_t limit = spec.memory_limit.value_or(spec.capacity);
   if (spec.kind == "bfc" && spec.shards > 1)
-    return CreateSharded(spec, limit, options);
+    return CreateSharded(spec, options);
   if (spec.kind == "bfc") return CreateBfc(spec, limit, std::move(options));
   BuiltAllocator built;
   auto system = std::make_unique<SystemAllocator>();

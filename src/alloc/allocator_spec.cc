@@ -1,6 +1,8 @@
 // The allocator specification's options table, parsing and validation.
 #include "tensormem/alloc/allocator_spec.h"
 
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -8,7 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "alloc/allocator_spec_internal.h"
 #include "tensormem/alloc/policy_registry.h"
+#include "tensormem/alloc/sub_allocator_registry.h"
 #include "tensormem/core/status_macros.h"
 
 namespace tensormem {
@@ -187,6 +191,31 @@ absl::Status ApplyAllocatorEnvironment(
   return absl::OkStatus();
 }
 
+namespace {
+
+// The policy with its configuration over what the sub-allocator will be: a
+// configuration the upstream cannot honour (expandable segments over host
+// memory) is refused here, before anything is built, rather than at the first
+// allocation. Kinds that tell only once built are checked then.
+absl::Status CheckPolicyFitsSubAllocator(const AllocatorSpec& spec) {
+  const uint64_t limit = alloc_internal::BfcLimit(spec);
+  const std::optional<bool> coalesces = KindCoalesces(
+      spec.sub_allocator, alloc_internal::SubAllocatorParamsFor(spec, limit));
+  if (!coalesces) return absl::OkStatus();
+  const absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy = CreatePolicy(
+      spec.policy,
+      alloc_internal::PolicyEnvironmentFor(spec, limit, *coalesces),
+      spec.config);
+  if (policy.ok()) return absl::OkStatus();
+  const absl::Status named =
+      alloc_internal::NamePolicyError(spec, policy.status());
+  return absl::Status(named.code(),
+                      absl::StrCat(named.message(), " (sub_allocator is '",
+                                   spec.sub_allocator, "')"));
+}
+
+}  // namespace
+
 absl::Status ValidateAllocatorSpec(const AllocatorSpec& spec) {
   if (spec.kind != "bfc" && spec.kind != "system") {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -229,6 +258,7 @@ absl::Status ValidateAllocatorSpec(const AllocatorSpec& spec) {
     return absl::InvalidArgumentError(
         "fragmentation_fraction applies to the tf policy only");
   }
+  if (spec.kind == "bfc") return CheckPolicyFitsSubAllocator(spec);
   return absl::OkStatus();
 }
 

@@ -83,14 +83,33 @@ BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> upstream,
 
 BfcAllocator::~BfcAllocator() = default;
 
+// Inlined into both callers: the request's whole path is one function.
+[[gnu::always_inline]] inline void* BfcAllocator::AllocateFromIndex(
+    size_t bytes, size_t alignment, int32_t stream) {
+  if (bytes == 0 || !IsPowerOfTwo(alignment)) return nullptr;
+  alignment = std::max<size_t>(alignment, bfc::kMinAllocationSize);
+  std::lock_guard lock(mutex_);
+  return core_->AllocateFromIndex(bytes, alignment, stream);
+}
+
 void* BfcAllocator::DoAllocate(size_t bytes, size_t alignment, int32_t stream) {
+  if (void* ptr = AllocateFromIndex(bytes, alignment, stream)) return ptr;
   AllocationAttributes attributes;
   attributes.stream = stream;
-  return AllocateRaw(alignment, bytes, attributes);
+  return AllocateSlowly(alignment, bytes, attributes);
 }
 
 void* BfcAllocator::AllocateRaw(size_t alignment, size_t bytes,
                                 const AllocationAttributes& attributes) {
+  if (attributes.freed_by_func == nullptr) {
+    if (void* ptr = AllocateFromIndex(bytes, alignment, attributes.stream))
+      return ptr;
+  }
+  return AllocateSlowly(alignment, bytes, attributes);
+}
+
+void* BfcAllocator::AllocateSlowly(size_t alignment, size_t bytes,
+                                   const AllocationAttributes& attributes) {
   if (bytes == 0) return nullptr;
   if (!IsPowerOfTwo(alignment)) {
     std::lock_guard lock(mutex_);
@@ -137,15 +156,15 @@ void* BfcAllocator::AttemptAllocation(size_t alignment, size_t bytes,
 }
 
 absl::Status BfcAllocator::DoDeallocate(void* ptr) {
-  absl::Status status;
   {
     std::lock_guard lock(mutex_);
-    status = core_->Free(ptr);
+    // Misuse changes nothing; only then is a Status built.
+    if (!core_->FreeIfLive(ptr)) return core_->DiagnoseBadFree(ptr);
   }
   // Without retries nobody waits for memory: skip the shared counter the
   // notification bumps.
-  if (status.ok() && options_.allow_retry_on_failure) retrier_.NotifyDealloc();
-  return status;
+  if (options_.allow_retry_on_failure) retrier_.NotifyDealloc();
+  return absl::OkStatus();
 }
 
 std::optional<AllocatorStats> BfcAllocator::GetStats() const {

@@ -20,10 +20,18 @@ BfcCore::BfcCore(SubAllocator* upstream, const Config& config,
       decommit_granule_(ChooseDecommitGranule()),
       separates_streams_(policy_->SeparatesStreams()),
       pools_per_stream_(policy_->NumPools()),
-      inline_(policy_->Inline()),
-      indexes_(std::move(indexes)) {
+      inline_(policy_->Inline()) {
+  for (std::unique_ptr<BfcFreeIndex>& index : indexes)
+    AddIndex(std::move(index));
+  // Inline policies have one pool.
+  if (inline_) single_fast_index_ = fast_indexes_.front();
   stats_.bytes_limit = config.memory_limit;
   if (separates_streams_) streams_.push_back(0);
+}
+
+void BfcCore::AddIndex(std::unique_ptr<BfcFreeIndex> index) {
+  fast_indexes_.push_back(dynamic_cast<FastFreeIndex*>(index.get()));
+  indexes_.push_back(std::move(index));
 }
 
 int BfcCore::PoolOf(int32_t stream, uint64_t rounded) {
@@ -35,7 +43,7 @@ int BfcCore::PoolOf(int32_t stream, uint64_t rounded) {
   if (known == streams_.end()) {
     streams_.push_back(stream);
     for (int i = 0; i < pools_per_stream_; ++i)
-      indexes_.push_back(MakeFastFreeIndex());
+      AddIndex(std::make_unique<FastFreeIndex>());
   }
   return slot * pools_per_stream_ + pool;
 }
@@ -101,12 +109,11 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                          uint64_t freed_before, int pool) {
   const bool filter_by_time = freed_before > 0;
   const bool filter_by_alignment = alignment > bfc::kMinAllocationSize;
-  BfcFreeIndex& index = *indexes_[pool];
   std::optional<FreeChunkKey> fit;
   if (!filter_by_time && !filter_by_alignment) {
-    fit = index.FindBestFit(rounded);
+    fit = WithIndex(pool, [&](auto& any) { return any.FindBestFit(rounded); });
   } else {
-    fit = index.FindBestFitIf(rounded, [&](const FreeChunkKey& key) {
+    fit = BestFitWhere(pool, rounded, [&](const FreeChunkKey& key) {
       if (filter_by_time &&
           freed_before < map_.chunk(key.handle).freed_at_count)
         return false;
@@ -114,44 +121,49 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
              bfc::AlignmentPadding(key.address, alignment);
     });
   }
-  if (rounded < tail_kept_below_ && fit &&
-      map_.chunk(fit->handle).next == kInvalidChunk) {
-    if (std::optional<FreeChunkKey> hole =
-            FindFitOutsideTails(index, rounded, alignment, freed_before)) {
-      fit = hole;
-    }
-  }
-  if (!fit || (!inline_ && !policy_->MayServe(fit->size, rounded)))
-    return nullptr;
-  ChunkHandle handle = fit->handle;
-  const uint64_t padding = bfc::AlignmentPadding(fit->address, alignment);
-  if (padding == 0 && ShouldSplit(fit->size, rounded, pool)) {
+  if (!fit) return nullptr;
+  PreferHoleToTail(*fit, pool, rounded, alignment, freed_before);
+  if (!inline_ && !policy_->MayServe(fit->size, rounded)) return nullptr;
+  return ServeFit(*fit, bytes, rounded, alignment, pool);
+}
+
+void* BfcCore::ServeFit(const FreeChunkKey& fit, uint64_t bytes,
+                        uint64_t rounded, uint64_t alignment, int pool) {
+  ChunkHandle handle = fit.handle;
+  if (bfc::AlignmentPadding(fit.address, alignment) != 0) {
+    handle = TakeAligned(fit, rounded, alignment, pool);
+  } else if (ShouldSplit(fit.size, rounded, pool)) {
     // The tail takes the chunk's place in the index: one update, not two.
     const ChunkHandle tail = SplitChunk(handle, rounded);
     const BfcChunk& tail_chunk = map_.chunk(tail);
-    IndexOf(tail_chunk).Replace(*fit, tail_chunk.Key(tail));
+    const FreeChunkKey tail_key = tail_chunk.Key(tail);
+    WithIndex(pool, [&](auto& any) { any.Replace(fit, tail_key); });
     QueueTimestamped(tail);
-    return MarkInUse(handle, bytes);
+  } else {
+    WithIndex(pool, [&](auto& any) { any.Erase(fit); });
   }
-  RemoveFree(handle);
-  if (padding > 0) {
-    // The unaligned prefix stays behind as a free chunk of its own.
-    const ChunkHandle aligned = SplitChunk(handle, padding);
-    InsertFree(handle);
-    handle = aligned;
-  }
+  return MarkInUse(handle, bytes);
+}
+
+ChunkHandle BfcCore::TakeAligned(const FreeChunkKey& fit, uint64_t rounded,
+                                 uint64_t alignment, int pool) {
+  RemoveFree(fit.handle);
+  // The unaligned prefix stays behind as a free chunk of its own.
+  const ChunkHandle handle =
+      SplitChunk(fit.handle, bfc::AlignmentPadding(fit.address, alignment));
+  InsertFree(fit.handle);
   if (ShouldSplit(map_.chunk(handle).size, rounded, pool)) {
     const ChunkHandle tail = SplitChunk(handle, rounded);
     InsertFree(tail);
     QueueTimestamped(tail);
   }
-  return MarkInUse(handle, bytes);
+  return handle;
 }
 
 std::optional<FreeChunkKey> BfcCore::FindFitOutsideTails(
-    BfcFreeIndex& index, uint64_t rounded, uint64_t alignment,
+    int pool, uint64_t rounded, uint64_t alignment,
     uint64_t freed_before) const {
-  return index.FindBestFitIf(rounded, [&](const FreeChunkKey& key) {
+  return BestFitWhere(pool, rounded, [&](const FreeChunkKey& key) {
     const BfcChunk& chunk = map_.chunk(key.handle);
     if (chunk.next == kInvalidChunk) return false;
     if (freed_before > 0 && freed_before < chunk.freed_at_count) return false;
@@ -159,7 +171,9 @@ std::optional<FreeChunkKey> BfcCore::FindFitOutsideTails(
   });
 }
 
-void* BfcCore::MarkInUse(ChunkHandle handle, uint64_t bytes) {
+// Inlined: called once per allocation from ServeFit.
+[[gnu::always_inline]] inline void* BfcCore::MarkInUse(ChunkHandle handle,
+                                                       uint64_t bytes) {
   BfcChunk& chunk = map_.chunk(handle);
   chunk.requested_size = bytes;
   chunk.allocation_id = next_allocation_id_++;
@@ -173,10 +187,9 @@ void* BfcCore::MarkInUse(ChunkHandle handle, uint64_t bytes) {
   return reinterpret_cast<void*>(chunk.address);
 }
 
-absl::Status BfcCore::Free(void* ptr) {
-  const uint64_t address = reinterpret_cast<uint64_t>(ptr);
-  const ChunkHandle handle = map_.TakeLive(address);
-  if (handle == kInvalidChunk) return DiagnoseBadFree(address);
+bool BfcCore::FreeIfLive(void* ptr) {
+  const ChunkHandle handle = map_.TakeLive(reinterpret_cast<uint64_t>(ptr));
+  if (handle == kInvalidChunk) return false;
   BfcChunk& chunk = map_.chunk(handle);
   chunk.allocation_id = BfcChunk::kFreeChunkId;
   stats_.bytes_requested -= chunk.requested_size;
@@ -190,12 +203,43 @@ absl::Status BfcCore::Free(void* ptr) {
     timestamped_chunks_.push_back({handle, chunk.generation});
   } else {
     chunk.freed_at_count = 0;
-    InsertFree(TryToCoalesce(handle, /*ignore_freed_at=*/false));
+    MergeAndIndex(handle);
   }
-  return absl::OkStatus();
+  return true;
 }
 
-absl::Status BfcCore::DiagnoseBadFree(uint64_t address) const {
+// Inlined: the rest of every free.
+[[gnu::always_inline]] inline void BfcCore::MergeAndIndex(ChunkHandle handle) {
+  const BfcChunk& chunk = map_.chunk(handle);
+  const ChunkHandle next = chunk.next;
+  const ChunkHandle prev = chunk.prev;
+  const bool merge_next = next != kInvalidChunk && map_.chunk(next).Mergeable();
+  const bool merge_prev = prev != kInvalidChunk && map_.chunk(prev).Mergeable();
+  if (!merge_next && !merge_prev) {
+    InsertFree(handle);
+    return;
+  }
+  // The merged chunk takes the index entry of a neighbour it absorbs: one
+  // update in place instead of an erase per neighbour and an insert.
+  const ChunkHandle entry = merge_prev ? prev : next;
+  const FreeChunkKey entry_key = map_.chunk(entry).Key(entry);
+  if (merge_next) {
+    if (merge_prev) RemoveFree(next);
+    Merge(handle, next);
+  }
+  ChunkHandle merged = handle;
+  if (merge_prev) {
+    Merge(prev, handle);
+    merged = prev;
+  }
+  const BfcChunk& result = map_.chunk(merged);
+  const FreeChunkKey merged_key = result.Key(merged);
+  WithIndex(result.pool,
+            [&](auto& any) { any.Replace(entry_key, merged_key); });
+}
+
+absl::Status BfcCore::DiagnoseBadFree(const void* ptr) const {
+  const uint64_t address = reinterpret_cast<uint64_t>(ptr);
   const ChunkHandle containing = map_.FindContainingChunk(address);
   if (containing == kInvalidChunk) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -215,7 +259,9 @@ absl::Status BfcCore::DiagnoseBadFree(uint64_t address) const {
                       address));
 }
 
-ChunkHandle BfcCore::SplitChunk(ChunkHandle handle, uint64_t head_bytes) {
+// Inlined: on the hot path of nearly every allocation.
+[[gnu::always_inline]] inline ChunkHandle BfcCore::SplitChunk(
+    ChunkHandle handle, uint64_t head_bytes) {
   const ChunkHandle tail =
       map_.NewChunk();  // may move chunks: take references after
   BfcChunk& head = map_.chunk(handle);
@@ -254,7 +300,9 @@ ChunkHandle BfcCore::TryToCoalesce(ChunkHandle handle, bool ignore_freed_at) {
   return result;
 }
 
-void BfcCore::Merge(ChunkHandle first, ChunkHandle second) {
+// Inlined: on the hot path of nearly every free.
+[[gnu::always_inline]] inline void BfcCore::Merge(ChunkHandle first,
+                                                  ChunkHandle second) {
   BfcChunk& low = map_.chunk(first);
   const BfcChunk& high = map_.chunk(second);
   low.size += high.size;
@@ -268,20 +316,8 @@ void BfcCore::Merge(ChunkHandle first, ChunkHandle second) {
   map_.ReleaseChunk(second);
 }
 
-void BfcCore::InsertFree(ChunkHandle handle) {
-  const BfcChunk& chunk = map_.chunk(handle);
-  indexes_[chunk.pool]->Insert(chunk.Key(handle));
-}
-
-void BfcCore::RemoveFree(ChunkHandle handle) {
-  const BfcChunk& chunk = map_.chunk(handle);
-  indexes_[chunk.pool]->Erase(chunk.Key(handle));
-}
-
-void BfcCore::QueueTimestamped(ChunkHandle handle) {
-  const BfcChunk& chunk = map_.chunk(handle);
-  if (chunk.freed_at_count > 0)
-    timestamped_chunks_.push_back({handle, chunk.generation});
+void BfcCore::QueueStamped(ChunkHandle handle) {
+  timestamped_chunks_.push_back({handle, map_.chunk(handle).generation});
 }
 
 const BfcChunk* BfcCore::FindLiveChunk(const void* ptr) const {

@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "alloc/address_map.h"
+#include "alloc/fast_free_index.h"
 #include "tensormem/alloc/allocation_policy.h"
 #include "tensormem/alloc/allocator_stats.h"
 #include "tensormem/alloc/bfc_free_index.h"
@@ -34,7 +35,9 @@
 
 namespace tensormem::internal {
 
-class BfcCore {
+// Aligned to a cache line: the engines of a ShardedAllocator's shards, used
+// by different threads, never share one.
+class alignas(64) BfcCore {
  public:
   struct Config {
     uint64_t memory_limit = 0;
@@ -56,8 +59,36 @@ class BfcCore {
   // (last_failure_report()).
   void* Allocate(uint64_t bytes, uint64_t alignment, uint64_t freed_before,
                  int32_t stream);
-  // Frees an in-use block. A bad pointer is reported and changes nothing.
-  absl::Status Free(void* ptr);
+  // The common case of Allocate, for callers without a free-time filter: the
+  // best fit from the free index, or nullptr with nothing changed (no
+  // failure recorded, no growth), after which the caller calls Allocate.
+  // Inline: with the allocator's lock and checks, one function per request.
+  [[gnu::always_inline]] void* AllocateFromIndex(uint64_t bytes,
+                                                 uint64_t alignment,
+                                                 int32_t stream) {
+    const std::optional<uint64_t> rounded = RoundedSize(bytes);
+    if (!rounded || *rounded > config_.memory_limit ||
+        !timestamped_chunks_.empty()) {
+      return nullptr;
+    }
+    if (single_fast_index_ != nullptr && alignment == bfc::kMinAllocationSize) {
+      // One pool, the fast index, no filter, the best fit serves (FindChunk
+      // without its general cases).
+      std::optional<FreeChunkKey> fit =
+          single_fast_index_->FindBestFit(*rounded);
+      if (!fit) return nullptr;
+      PreferHoleToTail(*fit, /*pool=*/0, *rounded, alignment,
+                       /*freed_before=*/0);
+      return ServeFit(*fit, bytes, *rounded, alignment, /*pool=*/0);
+    }
+    const int pool = inline_ ? 0 : PoolOf(stream, *rounded);
+    return FindChunk(bytes, *rounded, alignment, /*freed_before=*/0, pool);
+  }
+  // Frees the in-use block at `ptr`; false (and no change) when there is none:
+  // DiagnoseBadFree then says why.
+  bool FreeIfLive(void* ptr);
+  // Why `ptr` is not a block that may be freed (unknown, interior, free).
+  absl::Status DiagnoseBadFree(const void* ptr) const;
   // Records a request refused before it reached the core (e.g. bad alignment).
   void RecordRejectedRequest(uint64_t bytes, uint64_t alignment,
                              std::string_view reason);
@@ -105,22 +136,72 @@ class BfcCore {
   }
   void* FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                   uint64_t freed_before, int pool);
+  // The policy's tail rule: when `fit`, the best fit for `rounded` bytes, is
+  // a region's free tail kept from requests this small, the best hole that
+  // fits (FindFitOutsideTails) replaces it, if there is one.
+  void PreferHoleToTail(FreeChunkKey& fit, int pool, uint64_t rounded,
+                        uint64_t alignment, uint64_t freed_before) const {
+    if (rounded >= tail_kept_below_ ||
+        map_.chunk(fit.handle).next != kInvalidChunk) {
+      return;
+    }
+    if (std::optional<FreeChunkKey> hole =
+            FindFitOutsideTails(pool, rounded, alignment, freed_before)) {
+      fit = *hole;
+    }
+  }
   // The best fit among free chunks that do not end a region, if any.
-  std::optional<FreeChunkKey> FindFitOutsideTails(BfcFreeIndex& index,
-                                                  uint64_t rounded,
+  std::optional<FreeChunkKey> FindFitOutsideTails(int pool, uint64_t rounded,
                                                   uint64_t alignment,
                                                   uint64_t freed_before) const;
+  // Serves a request from `fit`, a free chunk of `pool` that fits it: splits
+  // off an alignment prefix and a tail as the policy says, marks it in use.
+  void* ServeFit(const FreeChunkKey& fit, uint64_t bytes, uint64_t rounded,
+                 uint64_t alignment, int pool);
+  // ServeFit for a fit that needs alignment padding: takes it out of the
+  // index, splits off the prefix (free) and a tail as the policy says;
+  // returns the chunk to mark in use.
+  ChunkHandle TakeAligned(const FreeChunkKey& fit, uint64_t rounded,
+                          uint64_t alignment, int pool);
   void* MarkInUse(ChunkHandle handle, uint64_t bytes);
   // Cuts `handle` at `head_bytes`; returns the new tail chunk (not indexed).
   ChunkHandle SplitChunk(ChunkHandle handle, uint64_t head_bytes);
   // Merges free neighbours into `handle` (not indexed); returns the result.
   ChunkHandle TryToCoalesce(ChunkHandle handle, bool ignore_freed_at);
   void Merge(ChunkHandle first, ChunkHandle second);
-  BfcFreeIndex& IndexOf(const BfcChunk& chunk) { return *indexes_[chunk.pool]; }
-  void InsertFree(ChunkHandle handle);
-  void RemoveFree(ChunkHandle handle);
-  void QueueTimestamped(ChunkHandle handle);
-  absl::Status DiagnoseBadFree(uint64_t address) const;
+  // Merges a freed chunk (safe, not indexed) with its free, safe neighbours
+  // and indexes the result.
+  void MergeAndIndex(ChunkHandle handle);
+  // Calls `use` with the free index of `pool`: by its concrete type when it
+  // is the fast one (inline, no virtual calls), else through the interface.
+  template <typename Use>
+  [[gnu::always_inline]] decltype(auto) WithIndex(uint32_t pool, Use use) {
+    if (FastFreeIndex* fast = fast_indexes_[pool]) return use(*fast);
+    return use(*indexes_[pool]);
+  }
+  void AddIndex(std::unique_ptr<BfcFreeIndex> index);
+  // The best fit of `pool` that `accept` takes; inline for the fast index.
+  template <typename Accept>
+  std::optional<FreeChunkKey> BestFitWhere(int pool, uint64_t rounded,
+                                           const Accept& accept) const {
+    if (const FastFreeIndex* fast = fast_indexes_[pool])
+      return fast->FindBestFitWhere(rounded, accept);
+    return indexes_[pool]->FindBestFitIf(rounded, accept);
+  }
+  [[gnu::always_inline]] void InsertFree(ChunkHandle handle) {
+    const BfcChunk& chunk = map_.chunk(handle);
+    const FreeChunkKey key = chunk.Key(handle);
+    WithIndex(chunk.pool, [&](auto& any) { any.Insert(key); });
+  }
+  void RemoveFree(ChunkHandle handle) {
+    const BfcChunk& chunk = map_.chunk(handle);
+    const FreeChunkKey key = chunk.Key(handle);
+    WithIndex(chunk.pool, [&](auto& any) { any.Erase(key); });
+  }
+  void QueueTimestamped(ChunkHandle handle) {
+    if (map_.chunk(handle).freed_at_count > 0) QueueStamped(handle);
+  }
+  void QueueStamped(ChunkHandle handle);
 
   // bfc_extend.cc
   // Grows the pool for a request; `use_free_tail` lets a coalescing upstream
@@ -201,6 +282,10 @@ class BfcCore {
   // The policy's per-request decisions, made here without virtual calls.
   const std::optional<AllocationPolicy::InlineDecisions> inline_;
   std::vector<std::unique_ptr<BfcFreeIndex>> indexes_;  // one per pool
+  // indexes_[p] when it is a FastFreeIndex, else nullptr.
+  std::vector<FastFreeIndex*> fast_indexes_;
+  // The one index of an inline policy, when it is the fast one.
+  FastFreeIndex* single_fast_index_ = nullptr;
   AddressMap map_;
   AllocatorStats stats_;
   int64_t next_allocation_id_ = 1;

@@ -41,6 +41,16 @@ bool BfcCore::Extend(uint64_t alignment, uint64_t rounded, int pool,
   if (bytes == 0 || bytes > request.headroom) return false;
   size_t bytes_received = 0;
   void* ptr = upstream_->Alloc(alignment, bytes, &bytes_received);
+  const uint64_t padding = alignment - bfc::kMinAllocationSize;
+  if (ptr == nullptr && alignment > bfc::kMinAllocationSize &&
+      padding <= request.headroom && rounded <= request.headroom - padding) {
+    // An upstream that cannot align this far (cuMemAlloc stops at 256
+    // bytes): a region larger by the padding, aligned inside by the search.
+    const uint64_t padded =
+        std::min<uint64_t>(bytes, request.headroom - padding) + padding;
+    ptr = upstream_->Alloc(bfc::kMinAllocationSize, padded, &bytes_received);
+    if (ptr != nullptr) bytes = padded;
+  }
   // Refused: ask for less, strictly less each time, as long as the policy
   // has a smaller size to try.
   while (ptr == nullptr) {

@@ -63,10 +63,14 @@ struct Registered {
 // One line per kind; kinds from other layers are appended at start-up.
 std::vector<Registered>& Registry() {
   static auto* registry = new std::vector<Registered>{
-      {{"host", "aligned host memory from the C library"}, MakeHost},
-      {{"simulated", "address space only (any device size, deterministic)"},
+      {{"host", "aligned host memory from the C library",
+        RegionContiguity::kNever},
+       MakeHost},
+      {{"simulated", "address space only (any device size, deterministic)",
+        RegionContiguity::kChosen},
        MakeSimulated},
-      {{"vmm", "reserved once, committed on demand, grows contiguously"},
+      {{"vmm", "reserved once, committed on demand, grows contiguously",
+        RegionContiguity::kAlways},
        MakeVmm},
   };
   return *registry;
@@ -102,6 +106,25 @@ void RegisterSubAllocatorKind(SubAllocatorInfo info,
   Kinds();  // built from the table before it grows
   Registry().push_back({info, factory});
   Kinds().push_back(info);
+}
+
+std::optional<bool> KindCoalesces(std::string_view kind,
+                                  const SubAllocatorParams& params) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  for (const Registered& registered : Registry()) {
+    if (registered.info.name != kind) continue;
+    switch (registered.info.contiguity) {
+      case RegionContiguity::kNever:
+        return false;
+      case RegionContiguity::kAlways:
+        return true;
+      case RegionContiguity::kChosen:
+        return params.coalescing;
+      case RegionContiguity::kUnknown:
+        break;
+    }
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<std::unique_ptr<SubAllocator>> CreateSubAllocator(

@@ -59,17 +59,21 @@ constexpr char kCudaAsync[] = "cuda-async";
 
 void RegisterCudaSubAllocators() {
   // One line per kind.
-  RegisterSubAllocatorKind({kCuda, "CUDA device memory, cuMemAlloc per region"},
+  RegisterSubAllocatorKind({kCuda, "CUDA device memory, cuMemAlloc per region",
+                            RegionContiguity::kNever},
                            FromRegistry<kCuda>);
-  RegisterSubAllocatorKind({kCudaHost, "CUDA pinned host memory"},
-                           FromRegistry<kCudaHost>);
+  RegisterSubAllocatorKind(
+      {kCudaHost, "CUDA pinned host memory", RegionContiguity::kNever},
+      FromRegistry<kCudaHost>);
   RegisterSubAllocatorKind(
       {kCudaVmm,
        "CUDA virtual memory: reserved once, mapped on demand, "
-       "grows contiguously and shrinks"},
+       "grows contiguously and shrinks",
+       RegionContiguity::kAlways},
       FromRegistry<kCudaVmm>);
   RegisterSubAllocatorKind(
-      {kCudaAsync, "CUDA stream-ordered memory pool (cuMemAllocAsync)"},
+      {kCudaAsync, "CUDA stream-ordered memory pool (cuMemAllocAsync)",
+       RegionContiguity::kNever},
       FromRegistry<kCudaAsync>);
 }
 

@@ -53,6 +53,21 @@ absl::Status CheckKnown(const AllocatorSpec& spec, bool variables) {
                    "' (known: ", absl::StrJoin(policies, ", "), ")"));
 }
 
+// A check's message that starts with an option key ("config: ...") names the
+// variable that set it instead (TENSORMEM_CONFIG); others name them all.
+std::string NameVariable(std::string_view message) {
+  const size_t colon = message.find(": ");
+  for (const AllocatorOptionInfo& option : AllocatorOptions()) {
+    if (colon != std::string_view::npos &&
+        message.substr(0, colon) == option.key) {
+      return absl::StrCat("TENSORMEM_",
+                          absl::AsciiStrToUpper(ToAbsl(option.key)),
+                          ToAbsl(message.substr(colon)));
+    }
+  }
+  return absl::StrCat("TENSORMEM_* variables: ", ToAbsl(message));
+}
+
 // The plug-in hands out memory that tensors write to.
 absl::Status CheckUsable(const AllocatorSpec& spec) {
   if (spec.kind != "bfc") {
@@ -95,8 +110,8 @@ absl::StatusOr<PluginOptions> OptionsFromEnvironment(
   TM_RETURN_IF_ERROR(ApplyAllocatorEnvironment(options.allocator, getenv));
   TM_RETURN_IF_ERROR(CheckKnown(options.allocator, /*variables=*/true));
   if (absl::Status usable = CheckUsable(options.allocator); !usable.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("TENSORMEM_* variables: ", usable.message()));
+    return absl::InvalidArgumentError(NameVariable(
+        std::string_view(usable.message().data(), usable.message().size())));
   }
   if (const char* text = getenv("TENSORMEM_TRACE")) options.trace_path = text;
   if (const char* text = getenv("TENSORMEM_REPORT")) options.report_path = text;

@@ -16,6 +16,10 @@ namespace tensormem {
 namespace {
 
 constexpr size_t kReadChunkBytes = size_t{1} << 20;
+// The streaming reader's first read; each next one doubles up to
+// kReadChunkBytes. A read zero-fills its chunk first, which for a small file
+// cost more than parsing it.
+constexpr size_t kFirstReadChunkBytes = size_t{64} << 10;
 // No valid line comes near this; a longer one means the input is not a trace,
 // and buffering it whole could exhaust memory.
 constexpr size_t kMaxLineBytes = size_t{1} << 20;
@@ -84,7 +88,9 @@ class GzipInput {
       return absl::NotFoundError(
           absl::StrFormat("%s: cannot open: %s", path, std::strerror(errno)));
     }
-    gzbuffer(file_, kReadChunkBytes);
+    // zlib allocates this (and twice this for output) per file; reads of at
+    // least twice this bypass it, so large files lose nothing.
+    gzbuffer(file_, kFirstReadChunkBytes);
     return absl::OkStatus();
   }
 
@@ -112,9 +118,17 @@ class GzipInput {
 
   const std::string& path() const { return path_; }
 
+  // The size of the streaming reader's next read: small at first, growing.
+  size_t NextChunkBytes() {
+    const size_t chunk = next_chunk_bytes_;
+    next_chunk_bytes_ = std::min(kReadChunkBytes, 2 * next_chunk_bytes_);
+    return chunk;
+  }
+
  private:
   gzFile file_ = nullptr;
   std::string path_;
+  size_t next_chunk_bytes_ = kFirstReadChunkBytes;
 };
 
 }  // namespace trace_internal
@@ -145,7 +159,7 @@ absl::Status TraceReader::Refill() {
   buffer_.erase(0, position_);
   position_ = 0;
   absl::StatusOr<size_t> read =
-      input_->ReadInto(buffer_, kReadChunkBytes, parser_->line() + 1);
+      input_->ReadInto(buffer_, input_->NextChunkBytes(), parser_->line() + 1);
   if (!read.ok()) return read.status();
   if (*read == 0) at_end_of_input_ = true;
   return absl::OkStatus();

@@ -7,9 +7,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "alloc/bfc_test_util.h"
@@ -174,6 +176,9 @@ TEST(AllocatorSpecTest, ValidationRefusesImpossibleCombinations) {
        "simulated sub-allocator only"},
       {[](AllocatorSpec& s) { s.sub_allocator = "vmm", s.coalescing = false; },
        "simulated sub-allocator only"},
+      {[](AllocatorSpec& s) { s.policy = "nope"; }, "policy: unknown policy"},
+      {[](AllocatorSpec& s) { s.policy = "pytorch", s.config = "nope:1"; },
+       "config: "},
   };
   for (const Bad& bad : cases) {
     AllocatorSpec spec;
@@ -190,6 +195,35 @@ TEST(AllocatorSpecTest, ValidationRefusesImpossibleCombinations) {
   tf.policy = "tf";
   tf.fragmentation_fraction = 0.5;
   EXPECT_TRUE(ValidateAllocatorSpec(tf).ok());
+}
+
+// What the sub-allocator cannot do is known from its kind: the check refuses
+// it before anything is built, naming the configuration key.
+TEST(AllocatorSpecTest, ExpandableSegmentsNeedAContiguousSubAllocator) {
+  AllocatorSpec spec;
+  spec.policy = "pytorch";
+  spec.config = "expandable_segments:True";
+  for (const auto& [kind, coalescing] :
+       std::vector<std::pair<std::string, std::optional<bool>>>{
+           {"host", std::nullopt}, {"simulated", false}}) {
+    spec.sub_allocator = kind;
+    spec.coalescing = coalescing;
+    const absl::Status status = ValidateAllocatorSpec(spec);
+    ASSERT_FALSE(status.ok()) << kind;
+    EXPECT_THAT(status.message(), HasSubstr("config: "));
+    EXPECT_THAT(status.message(), HasSubstr("expandable_segments"));
+    EXPECT_THAT(status.message(), HasSubstr("'" + kind + "'"));
+    EXPECT_FALSE(CreateAllocator(spec).ok()) << kind;
+  }
+  for (const auto& [kind, coalescing] :
+       std::vector<std::pair<std::string, std::optional<bool>>>{
+           {"vmm", std::nullopt}, {"simulated", true}, {"simulated", {}}}) {
+    spec.sub_allocator = kind;
+    spec.coalescing = coalescing;
+    spec.capacity = kGiB;
+    EXPECT_TRUE(ValidateAllocatorSpec(spec).ok()) << kind;
+    EXPECT_TRUE(CreateAllocator(spec).ok()) << kind;
+  }
 }
 
 TEST(AllocatorSpecTest, DescriptionsSayWhatDiffersFromTheDefaults) {
@@ -238,20 +272,20 @@ TEST(AllocatorSpecTest, CreationErrorsNameTheOption) {
       {[](AllocatorSpec& s) { s.sub_allocator = "cxl"; },
        {"sub_allocator:", "'cxl'", "simulated"}},
       {[](AllocatorSpec& s) { s.policy = "pytorch", s.config = "max_split:1"; },
-       {"policy:", "'max_split'", "max_split_size_mb"}},
+       {"config:", "'max_split'", "max_split_size_mb"}},
       {[](AllocatorSpec& s) { s.policy = "tf", s.config = "granule:1"; },
-       {"policy:", "'granule'", "takes none"}},
+       {"config:", "'granule'", "takes none"}},
       {[](AllocatorSpec& s) { s.granule = 1000; }, {"granule 1000", "256"}},
       {[](AllocatorSpec& s) {
          s.policy = "pytorch", s.config = "expandable_segments:True",
          s.sub_allocator = "host";
        },
-       {"policy:", "expandable_segments"}},
+       {"config:", "expandable_segments"}},
       {[](AllocatorSpec& s) {
          s.policy = "pytorch", s.config = "expandable_segments:True",
          s.coalescing = false;
        },
-       {"policy:", "expandable_segments"}},
+       {"config:", "expandable_segments"}},
   };
   for (const Bad& bad : cases) {
     AllocatorSpec spec;

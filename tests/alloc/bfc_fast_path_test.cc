@@ -85,19 +85,22 @@ TEST(BfcInlineDecisionsTest, PoliciesWithPoolsUseTheirHooks) {
 
 // Replace (a split chunk's tail taking its place, or a chunk growing) against
 // the reference's erase-then-insert: within a bin, across bins, and in bins
-// grown into trees.
+// grown into trees. Every key carries its own handle, which the fast index
+// stores apart from the (size, address) it sorts by: the answers' handles must
+// match too.
 TEST(BfcFreeIndexReplaceTest, MatchesEraseThenInsert) {
   std::unique_ptr<BfcFreeIndex> fast = MakeFastFreeIndex();
   ReferenceFreeIndex reference;
   std::mt19937_64 random(11);
   std::vector<FreeChunkKey> keys;
   uint64_t next_address = 0;
+  uint32_t next_handle = 1;
   auto new_key = [&] {
     // Mostly one or two bins, so some grow past the inline array.
     const uint64_t size =
         256 * (1 + random() % (random() % 4 == 0 ? 4096 : 24));
     next_address += 1 << 30;
-    return FreeChunkKey{size, next_address, 0};
+    return FreeChunkKey{size, next_address, next_handle++};
   };
   for (int step = 0; step < 20000; ++step) {
     const uint64_t choice = random() % 10;
@@ -115,7 +118,7 @@ TEST(BfcFreeIndexReplaceTest, MatchesEraseThenInsert) {
       // Grow a chunk in place (its key moves up in the order).
       FreeChunkKey& key = keys[random() % keys.size()];
       const FreeChunkKey grown{key.size + 256 * (1 + random() % 64),
-                               key.address, 0};
+                               key.address, next_handle++};
       fast->Replace(key, grown);
       reference.Replace(key, grown);
       key = grown;
@@ -124,7 +127,7 @@ TEST(BfcFreeIndexReplaceTest, MatchesEraseThenInsert) {
       FreeChunkKey& key = keys[random() % keys.size()];
       if (key.size <= 256) continue;
       const uint64_t cut = 256 * (1 + random() % (key.size / 256 - 1));
-      const FreeChunkKey tail{key.size - cut, key.address + cut, 0};
+      const FreeChunkKey tail{key.size - cut, key.address + cut, next_handle++};
       fast->Replace(key, tail);
       reference.Replace(key, tail);
       key = tail;
@@ -136,6 +139,21 @@ TEST(BfcFreeIndexReplaceTest, MatchesEraseThenInsert) {
     ASSERT_EQ(a.has_value(), b.has_value()) << "step " << step;
     if (a) {
       ASSERT_EQ(*a, *b) << "step " << step;
+      ASSERT_EQ(a->handle, b->handle) << "step " << step;
+    }
+    // A filtered search visits keys in the same order (every other handle).
+    auto odd = [](const FreeChunkKey& key) { return key.handle % 2 == 1; };
+    const std::optional<FreeChunkKey> c = fast->FindBestFitIf(probe, odd);
+    const std::optional<FreeChunkKey> d = reference.FindBestFitIf(probe, odd);
+    ASSERT_EQ(c.has_value(), d.has_value()) << "step " << step;
+    if (c) {
+      ASSERT_EQ(c->handle, d->handle) << "step " << step;
+    }
+    const std::optional<FreeChunkKey> e = fast->Largest();
+    const std::optional<FreeChunkKey> f = reference.Largest();
+    ASSERT_EQ(e.has_value(), f.has_value()) << "step " << step;
+    if (e) {
+      ASSERT_EQ(e->handle, f->handle) << "step " << step;
     }
   }
   for (const FreeChunkKey& key : keys) EXPECT_TRUE(fast->Contains(key));

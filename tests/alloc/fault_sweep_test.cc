@@ -1,19 +1,20 @@
-// Fault injection sweeps: for fixed workloads, the upstream fails at call k
-// for every k, returns short regions, or returns misaligned ones. Whatever it
-// does, the BFC allocator keeps its invariants and statistics, leaks nothing
-// (every region goes back with the size it was reported), and a request that
-// failed succeeds once the upstream works and memory allows.
+// Fault injection sweeps over the simulated upstream: for fixed workloads
+// (fault_sweep_util.h), the upstream fails at call k for every k, returns
+// short regions, or returns misaligned ones. Whatever it does, the BFC
+// allocator keeps its invariants and statistics, leaks nothing (every region
+// goes back with the size it was reported), and a request that failed
+// succeeds once the upstream works and memory allows.
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "alloc/bfc_test_util.h"
+#include "alloc/fault_sweep_util.h"
 #include "alloc/policy_test_util.h"
 #include "gtest/gtest.h"
 #include "tensormem/alloc/bfc_allocator.h"
@@ -26,28 +27,6 @@ namespace {
 using testing::InvariantsHold;
 using testing::PolicyChoice;
 using testing::QuietOptions;
-
-struct Request {
-  size_t bytes;
-  size_t alignment;
-  bool free_one_before;  // free the oldest live block first
-};
-
-// Mixed sizes (256 B .. 24 MiB) over a 64 MiB limit: growth, splits, reuse.
-std::vector<Request> Workload(uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<Request> requests;
-  for (int i = 0; i < 120; ++i) {
-    const size_t bytes = 1 + rng() % (size_t{1} << (8 + rng() % 17));
-    requests.push_back({bytes, size_t{1} << (rng() % 12), rng() % 3 == 0});
-  }
-  return requests;
-}
-
-struct RunResult {
-  int64_t upstream_calls = 0;
-  std::vector<size_t> failed;  // indices of requests that returned null
-};
 
 struct Config {
   bool growth;
@@ -65,43 +44,6 @@ std::unique_ptr<BfcAllocator> MakeAllocator(
                              options);
   EXPECT_TRUE(allocator.ok()) << allocator.status();
   return allocator.ok() ? *std::move(allocator) : nullptr;
-}
-
-// Runs `requests`, checking after every step; frees everything at the end and
-// returns the regions. `probe` is the allocator's upstream.
-RunResult RunWorkload(BfcAllocator& allocator,
-                      FaultInjectingSubAllocator& probe,
-                      const std::vector<Request>& requests) {
-  RunResult result;
-  std::vector<void*> live;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    if (requests[i].free_one_before && !live.empty()) {
-      allocator.Deallocate(live.front());
-      live.erase(live.begin());
-    }
-    void* block =
-        allocator.AllocateRaw(requests[i].alignment, requests[i].bytes);
-    if (block == nullptr) {
-      result.failed.push_back(i);
-    } else {
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(block) %
-                    std::max<size_t>(256, requests[i].alignment),
-                0u);
-      live.push_back(block);
-    }
-    EXPECT_TRUE(InvariantsHold(allocator)) << "request " << i;
-    uint64_t in_use = 0;
-    for (void* p : live) in_use += allocator.AllocatedSize(p).value_or(0);
-    EXPECT_EQ(allocator.GetStats()->bytes_in_use, in_use) << "request " << i;
-    EXPECT_EQ(allocator.GetStats()->pool_bytes, probe.live_bytes())
-        << "request " << i;
-  }
-  for (void* p : live) allocator.Deallocate(p);
-  allocator.ReleaseFreeRegions();
-  EXPECT_EQ(probe.live_regions(), 0u) << "regions leaked";
-  EXPECT_EQ(probe.bad_frees(), 0) << "regions freed with the wrong size";
-  result.upstream_calls = probe.alloc_calls();
-  return result;
 }
 
 std::unique_ptr<BfcAllocator> MakeFaulty(const Config& config,
@@ -123,37 +65,12 @@ constexpr uint32_t kWorkloads = 24;
 class FaultSweepTest : public ::testing::TestWithParam<Config> {};
 
 TEST_P(FaultSweepTest, UpstreamFailsAtEveryCall) {
-  int64_t fault_points = 0;
-  for (uint32_t seed = 1; seed <= kWorkloads; ++seed) {
-    const std::vector<Request> requests = Workload(seed);
-    FaultInjectingSubAllocator* probe = nullptr;
-    auto baseline_allocator = MakeFaulty(GetParam(), &probe);
-    ASSERT_NE(baseline_allocator, nullptr);
-    const RunResult baseline =
-        RunWorkload(*baseline_allocator, *probe, requests);
-    ASSERT_GT(baseline.upstream_calls, 0);
-    for (int64_t k = 1; k <= baseline.upstream_calls + 1; ++k) {
-      SCOPED_TRACE(::testing::Message()
-                   << "seed " << seed << " failing call " << k);
-      auto allocator = MakeFaulty(GetParam(), &probe);
-      ASSERT_NE(allocator, nullptr);
-      probe->FailAllocCall(k);
-      const RunResult faulted = RunWorkload(*allocator, *probe, requests);
-      ++fault_points;
-      // Once the upstream works and the pool is empty, every request that
-      // failed only because of the fault is served.
-      for (size_t i : faulted.failed) {
-        if (std::find(baseline.failed.begin(), baseline.failed.end(), i) !=
-            baseline.failed.end())
-          continue;
-        void* block =
-            allocator->AllocateRaw(requests[i].alignment, requests[i].bytes);
-        EXPECT_NE(block, nullptr) << "request " << i << " still fails";
-        allocator->Deallocate(block);
-      }
-      EXPECT_TRUE(InvariantsHold(*allocator));
-    }
-  }
+  const Config config = GetParam();
+  const int64_t fault_points = testing::SweepUpstreamFaults(
+      [&config](FaultInjectingSubAllocator** probe) {
+        return MakeFaulty(config, probe);
+      },
+      kWorkloads);
   std::printf("[sweep] fault points: %lld\n",
               static_cast<long long>(fault_points));
 }
@@ -166,7 +83,7 @@ TEST_P(FaultSweepTest, ShortRegionsAreUsedOnlyAsFarAsReported) {
     auto allocator = MakeFaulty(GetParam(), &probe);
     ASSERT_NE(allocator, nullptr);
     probe->SetShortfall(shortfall);
-    RunWorkload(*allocator, *probe, Workload(7));
+    testing::RunFaultWorkload(*allocator, *probe, testing::FaultWorkload(7));
   }
   std::printf("[sweep] short regions: 6\n");
 }
@@ -214,7 +131,7 @@ TEST_P(FaultSweepTest, MisalignedRegionsAreReturnedUnused) {
         MakeAllocator(GetParam(), std::make_unique<MisaligningSubAllocator>(
                                       shift, GetParam().coalescing));
     ASSERT_NE(allocator, nullptr);
-    for (const Request& request : Workload(11)) {
+    for (const testing::FaultRequest& request : testing::FaultWorkload(11)) {
       EXPECT_EQ(allocator->AllocateRaw(request.alignment, request.bytes),
                 nullptr);
       ASSERT_TRUE(InvariantsHold(*allocator));

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <string>
 
 #include "alloc/bfc_test_util.h"
 #include "gtest/gtest.h"
@@ -56,6 +57,49 @@ TEST(FuzzRegressionTest,
     allocator.Deallocate(block);
     EXPECT_TRUE(testing::InvariantsHold(allocator)) << fraction;
   }
+}
+
+// Upstreams that align regions to 256 bytes only (cuMemAlloc and
+// cuMemAllocAsync, sub-allocators `cuda` and `cuda-async`).
+class AlignsTo256Only final : public SubAllocator {
+ public:
+  void* Alloc(size_t alignment, size_t bytes, size_t* received) override {
+    if (alignment > 256) {
+      *received = 0;
+      return nullptr;
+    }
+    return wrapped_.Alloc(alignment, bytes, received);
+  }
+  void Free(void* ptr, size_t bytes) override { wrapped_.Free(ptr, bytes); }
+  bool SupportsCoalescing() const override { return false; }
+  MemoryKind GetMemoryKind() const override { return MemoryKind::kSimulated; }
+  std::string Name() const override { return "aligns-to-256-only"; }
+
+ private:
+  SimulatedSubAllocator wrapped_{256 * kMiB, /*coalescing=*/false};
+};
+
+// The CUDA fault sweep (tests/cuda/cuda_fault_sweep_test.cc): a request
+// aligned beyond 256 bytes that needed a new region failed as "out of
+// memory" with the whole limit unreserved, as the upstream refused the
+// alignment. The region is now larger by the padding and aligned inside.
+TEST(FuzzRegressionTest, AlignedRequestOverAnUpstreamAligningTo256IsServed) {
+  for (size_t alignment : {size_t{512}, size_t{2048}, size_t{1} << 20}) {
+    BfcAllocator allocator(std::make_unique<AlignsTo256Only>(), 64 * kMiB,
+                           testing::QuietOptions(/*allow_growth=*/true));
+    void* block = allocator.AllocateRaw(alignment, 32512);
+    ASSERT_NE(block, nullptr)
+        << alignment << ": " << allocator.LastFailureReport();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(block) % alignment, 0u);
+    EXPECT_TRUE(testing::InvariantsHold(allocator)) << alignment;
+    allocator.Deallocate(block);
+    EXPECT_TRUE(testing::InvariantsHold(allocator)) << alignment;
+  }
+  // Past the limit the padding is not asked for.
+  BfcAllocator small(std::make_unique<AlignsTo256Only>(), 1 * kMiB,
+                     testing::QuietOptions(/*allow_growth=*/true));
+  EXPECT_EQ(small.AllocateRaw(size_t{1} << 21, 256), nullptr);
+  EXPECT_TRUE(testing::InvariantsHold(small));
 }
 
 }  // namespace

@@ -38,6 +38,10 @@ TEST(HostileFlagsTest, EveryHostileOptionIsRefusedWithAMessage) {
       {"replay " + trace + " --fragmentation-fraction inf", 2, "'inf'"},
       {"replay " + trace + " --sub-allocator nope", 2,
        "unknown sub-allocator kind 'nope'"},
+      {"replay " + trace +
+           " --policy pytorch --config expandable_segments:True"
+           " --sub-allocator host",
+       2, "config: pytorch policy: expandable_segments:True"},
       {"plan " + set + " --align 0", 2, "--align '0'"},
       {"plan " + set + " --align 9223372036854775808", 1, "exceeds 2^63 bytes"},
       {"plan " + set + " --align 18446744073709551615", 1,

@@ -2,10 +2,14 @@
 // on a fixed handful of its instances, so a regression on this family shows
 // up in the tests; the full run (hundreds of instances, fits within 1 s) is
 // bench/solver_hard_benchmark.
+#include <algorithm>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "plan/solver/hard_instances.h"
+#include "plan/solver/problem.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/checker.h"
 #include "tensormem/plan/solver/optimal_planner.h"
@@ -13,8 +17,7 @@
 namespace tensormem::solver_internal {
 namespace {
 
-TEST(HardInstancesTest, TightKnownToFitAndDeterministic) {
-  const HardInstanceOptions options;
+void ExpectTightKnownToFitAndDeterministic(const HardInstanceOptions& options) {
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     const HardInstance hard = MakeHardInstance(seed, options);
     const int n = static_cast<int>(hard.set.buffers.size());
@@ -40,6 +43,44 @@ TEST(HardInstancesTest, TightKnownToFitAndDeterministic) {
   }
   EXPECT_NE(MakeHardInstance(1, options).offsets,
             MakeHardInstance(2, options).offsets);
+}
+
+TEST(HardInstancesTest, TightKnownToFitAndDeterministic) {
+  ExpectTightKnownToFitAndDeterministic({});
+  ExpectTightKnownToFitAndDeterministic(CalibratedHardOptions());
+}
+
+// Sections exactly at the capacity, and the share of the rectangle filled.
+std::pair<int, double> FullSectionsAndFill(const HardInstance& hard) {
+  absl::StatusOr<Problem> problem = BuildProblem(hard.set, 1);
+  EXPECT_TRUE(problem.ok());
+  int full = 0;
+  for (const uint64_t live : problem->section_total)
+    full += live == hard.capacity ? 1 : 0;
+  double area = 0;
+  for (const Buffer& b : hard.set.buffers)
+    area +=
+        static_cast<double>(b.size) * static_cast<double>(b.upper - b.lower);
+  return {full, area / (static_cast<double>(hard.capacity) * hard.capacity)};
+}
+
+TEST(HardInstancesTest, CalibratedFamilyHasTheChallengingSetsStatistics) {
+  // A-F: 0-50 full sections, 89-98% filled (F 66%); the default family has
+  // a median of about 49 full sections.
+  std::vector<int> full_calibrated, full_default;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    const HardInstance hard = MakeHardInstance(seed, CalibratedHardOptions());
+    const auto [full, fill] = FullSectionsAndFill(hard);
+    EXPECT_GE(fill, 0.88) << "seed " << seed;
+    EXPECT_LE(fill, 0.985) << "seed " << seed;
+    full_calibrated.push_back(full);
+    full_default.push_back(
+        FullSectionsAndFill(MakeHardInstance(seed, {})).first);
+  }
+  std::sort(full_calibrated.begin(), full_calibrated.end());
+  std::sort(full_default.begin(), full_default.end());
+  EXPECT_LE(full_calibrated[15], 30);
+  EXPECT_LT(full_calibrated[15], full_default[15]);
 }
 
 TEST(HardInstancesTest, PlannerFitsAFixedHandful) {

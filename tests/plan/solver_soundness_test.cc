@@ -6,7 +6,8 @@
 // Known packings: generated hard instances (cut from a full rectangle), the
 // bundled challenging sets with a plan the planner found, and greedy plans of
 // bundled real sets at their own total size. Each is first pushed down until
-// no buffer can move lower on its own, the form every rule assumes exists.
+// no buffer can move lower on its own, with buffers of one lifetime in the
+// order's twin order: the form every rule assumes exists.
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -34,11 +35,12 @@ void ExpectEveryOrderAccepts(const BufferSet& set,
   absl::StatusOr<Problem> problem = BuildProblem(set, 1);
   ASSERT_TRUE(problem.ok()) << problem.status();
   BuildOverlaps(*problem);
-  std::vector<uint64_t> guide(problem->buffers.size());
-  for (size_t i = 0; i < guide.size(); ++i)
-    guide[i] = offsets[problem->source_index[i]];
-  guide = PushDownPacking(*problem, guide);
+  std::vector<uint64_t> packing(problem->buffers.size());
+  for (size_t i = 0; i < packing.size(); ++i)
+    packing[i] = offsets[problem->source_index[i]];
   for (int order = 0; order < orders; ++order) {
+    const std::vector<uint64_t> guide =
+        PushDownPacking(*problem, packing, StaticOrderRanks(*problem, order));
     for (const bool rerank : {true, false}) {
       FeasibilitySearch search(*problem, order, rerank);
       search.set_guide(&guide);

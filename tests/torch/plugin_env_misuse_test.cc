@@ -108,6 +108,35 @@ TEST(PluginEnvMisuseTest, JsonErrorsNameTheKey) {
   }
 }
 
+// Host memory cannot grow a segment in place: expandable segments over it are
+// refused when the options are read (enable()), not at the first allocation.
+TEST(PluginEnvMisuseTest, ExpandableSegmentsOverHostAreRefusedWhenRead) {
+  absl::StatusOr<PluginOptions> options = OptionsFromEnvironment(
+      GetenvFrom({{"TENSORMEM_POLICY", "pytorch"},
+                  {"TENSORMEM_CONFIG", "expandable_segments:True"}}));
+  ASSERT_FALSE(options.ok());
+  EXPECT_THAT(std::string(options.status().message()),
+              HasSubstr("TENSORMEM_CONFIG"));
+  EXPECT_THAT(std::string(options.status().message()),
+              HasSubstr("expandable_segments"));
+  EXPECT_TRUE(OptionsFromEnvironment(
+                  GetenvFrom({{"TENSORMEM_POLICY", "pytorch"},
+                              {"TENSORMEM_CONFIG", "expandable_segments:True"},
+                              {"TENSORMEM_SUB_ALLOCATOR", "vmm"}}))
+                  .ok());
+
+  PluginOptions json_options;
+  const absl::Status status = ApplyOptionsJson(
+      R"({"policy": "pytorch", "config": "expandable_segments:True"})",
+      &json_options);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("config"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("expandable_segments"));
+  EXPECT_TRUE(ApplyOptionsJson(R"({"policy": "pytorch", "sub_allocator": "vmm",
+                                   "config": "expandable_segments:True"})",
+                               &json_options)
+                  .ok());
+}
+
 // Malformed JSON is located, not echoed (the text may be 100,000 brackets).
 TEST(PluginEnvMisuseTest, MalformedJsonErrorsSayWhere) {
   for (const std::string& json :

@@ -89,6 +89,7 @@ struct BfcAllocatorOptions {
 
 class BfcAllocator final : public Allocator {
  public:
+  static constexpr size_t kCacheLineBytes = 64;
   using Options = BfcAllocatorOptions;
 
   // TensorFlow's policy (`tf`), configured by `options`.
@@ -152,6 +153,12 @@ class BfcAllocator final : public Allocator {
  private:
   void* DoAllocate(size_t bytes, size_t alignment, int32_t stream) override;
   absl::Status DoDeallocate(void* ptr) override;
+  // The common case: a fit from the free index, with one lock and no
+  // failure handling; nullptr (nothing changed) sends the request on to
+  // AllocateSlowly.
+  void* AllocateFromIndex(size_t bytes, size_t alignment, int32_t stream);
+  void* AllocateSlowly(size_t alignment, size_t bytes,
+                       const AllocationAttributes& attributes);
   void* AttemptAllocation(size_t alignment, size_t bytes,
                           const AllocationAttributes& attributes,
                           bool log_failure);
@@ -165,9 +172,12 @@ class BfcAllocator final : public Allocator {
   // Not absl::Mutex: the system Abseil is not instrumented for
   // ThreadSanitizer and keeps its deadlock detector on; not std::mutex: its
   // out-of-line pthread calls cost as much as a quarter of an allocation.
-  mutable FutexMutex mutex_;
+  // On a cache line of its own (with the engine pointer), so that threads
+  // locking another allocator next to this one in memory (the shards of a
+  // ShardedAllocator) never write the same line.
+  alignas(kCacheLineBytes) mutable FutexMutex mutex_;
   const std::unique_ptr<internal::BfcCore> core_;  // guarded by mutex_
-  AllocationRetrier retrier_;
+  alignas(kCacheLineBytes) AllocationRetrier retrier_;
 };
 
 }  // namespace tensormem

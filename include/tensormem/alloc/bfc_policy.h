@@ -42,8 +42,9 @@ constexpr std::optional<uint64_t> RoundedBytes(uint64_t bytes) {
 
 // The bin whose size class contains `size`; sizes below 256 go to bin 0.
 constexpr int BinNumForSize(uint64_t size) {
-  const uint64_t units =
-      std::max<uint64_t>(size, kMinAllocationSize) >> kMinAllocationBits;
+  // Setting bit 8 maps sizes below 256 to one unit and leaves the highest bit
+  // of larger sizes alone: max(size, 256) without a comparison.
+  const uint64_t units = (size | kMinAllocationSize) >> kMinAllocationBits;
   return std::min(kNumBins - 1, Log2Floor(units));
 }
 
@@ -79,7 +80,7 @@ constexpr uint64_t DoubledRegionBytes(uint64_t region_bytes) {
 // Bytes of padding in front of `address` (a multiple of 256) so that a block
 // starts at a multiple of `alignment` (a power of two).
 constexpr uint64_t AlignmentPadding(uint64_t address, uint64_t alignment) {
-  return (alignment - address % alignment) % alignment;
+  return (0 - address) & (alignment - 1);
 }
 
 }  // namespace tensormem::bfc

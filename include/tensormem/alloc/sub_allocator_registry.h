@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -28,9 +29,20 @@ struct SubAllocatorParams {
   int device = 0;  // for device kinds
 };
 
+// Whether a kind's regions extend earlier ones (SubAllocator::
+// SupportsCoalescing), known before one is built, so that a specification
+// asking what the kind cannot do fails when it is checked.
+enum class RegionContiguity {
+  kUnknown,  // found only once built
+  kNever,
+  kAlways,
+  kChosen,  // SubAllocatorParams::coalescing
+};
+
 struct SubAllocatorInfo {
   std::string_view name;
   std::string_view summary;  // one line, for --help
+  RegionContiguity contiguity = RegionContiguity::kUnknown;
 };
 
 // The kinds CreateSubAllocator knows, in the order to show them in help:
@@ -39,6 +51,11 @@ struct SubAllocatorInfo {
 // - vmm: `capacity` (> 0) bytes reserved, committed on demand; always
 //   coalesces.
 const std::vector<SubAllocatorInfo>& SubAllocatorKinds();
+
+// Whether a sub-allocator of `kind` built with `params` would coalesce;
+// nullopt for an unknown kind or one that says only once built.
+std::optional<bool> KindCoalesces(std::string_view kind,
+                                  const SubAllocatorParams& params);
 
 // Errors: an unknown kind (the message lists the known ones), parameters the
 // kind cannot honour, or an address space that cannot be reserved.

@@ -23,6 +23,8 @@ const char* PruneRuleName(PruneRule rule) {
       return "canonical order (touching, rank)";
     case PruneRule::kHatless:
       return "hatless candidates";
+    case PruneRule::kTwins:
+      return "twins";
   }
   return "unknown";
 }
@@ -42,6 +44,8 @@ FeasibilitySearch::FeasibilitySearch(const Problem& problem, int order,
   cuts_.resize(2 * n + 3);
   saved_ranks_.resize(2 * n + 3);
   contention_.resize(n);
+  twins_ = SameLifetimeGroups(problem);
+  twin_rank_ = rank_;
 }
 
 SearchOutcome FeasibilitySearch::Run(uint64_t capacity,
@@ -322,9 +326,28 @@ PruneRule FeasibilitySearch::CandidateRule(int u, uint64_t current_offset,
       (lowest == current_offset && rank_[u] < last_rank))
     return PruneRule::kCanonical;
   if (lowest >= lowest_top) return PruneRule::kDominance;
+  if (BreaksTwinOrder(u, lowest)) return PruneRule::kTwins;
   if (use_guide && guide_ != nullptr && (*guide_)[u] != lowest)
     return PruneRule::kCanonical;
   return PruneRule::kNone;
+}
+
+// The other rules need only a packing where no buffer can sink alone; one
+// minimising the sum of offset x size x (n - initial rank) is one, and keeps
+// this rule: swapping twins out of its order (equal ones anywhere, unequal
+// ones stacked directly) lowers that sum. Ranks set the direction, so the
+// order's first tries stay allowed; padding could lift a real top too high.
+bool FeasibilitySearch::BreaksTwinOrder(int u, uint64_t offset) const {
+  const SolverBuffer& b = problem_.buffers[u];
+  for (const int w : twins_[u]) {
+    if (!placed_[w] || twin_rank_[w] < twin_rank_[u]) continue;
+    const SolverBuffer& under = problem_.buffers[w];
+    if (under.size == b.size) return true;
+    if (under.size == under.padded && b.size == b.padded &&
+        offset_[w] + under.padded == offset)
+      return true;
+  }
+  return false;
 }
 
 bool FeasibilitySearch::Place(int buffer, uint64_t offset) {

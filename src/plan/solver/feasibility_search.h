@@ -15,6 +15,9 @@
 //     one floating above its floor could sink; one that can no longer do so
 //     at the current offset must land on a neighbour placed later, or never;
 //   - a failed candidate with no unplaced neighbour ends the node;
+//   - twins (buffers of the same lifetime): equal ones are placed in the
+//     order's initial rank order, and none lies directly under an
+//     earlier-ranked one (swapping them lowers a weighted sum of offsets);
 //   - when no unplaced buffer spans some time cut, the two sides are solved
 //     as independent sub-problems (no backtracking across them), each
 //     re-ranked by the bytes still unplaced in its sections (counted from
@@ -69,6 +72,7 @@ enum class PruneRule {
   kDominance,  // the guided buffer sat at or above some buffer's lowest top
   kCanonical,  // the guided buffer floats, or breaks the (offset, rank) order
   kHatless,    // a failed candidate without unplaced neighbours ended a node
+  kTwins,      // out of order among buffers of one lifetime (see Twins)
 };
 const char* PruneRuleName(PruneRule rule);
 
@@ -135,10 +139,17 @@ class FeasibilitySearch {
   PruneRule CandidateRule(int u, uint64_t current_offset, int last_rank,
                           uint64_t lowest_top, bool use_guide) const;
 
+  // Whether placing `u` at `offset` breaks the twins rule.
+  bool BreaksTwinOrder(int u, uint64_t offset) const;
+
   const Problem& problem_;
   const int order_;
   const bool rerank_parts_;
   std::vector<int> rank_;
+  // Per buffer: the other buffers live over exactly the same sections, and
+  // the initial ranks that order them (kept through re-ranking).
+  std::vector<std::vector<int>> twins_;
+  std::vector<int> twin_rank_;
   const std::vector<uint64_t>* guide_ = nullptr;
   int deepest_ = 0;
   PruneRule deepest_rejection_ = PruneRule::kNone;

@@ -54,6 +54,17 @@ std::vector<Cell> Cut(std::mt19937_64& random, const HardInstanceOptions& o) {
 
 }  // namespace
 
+HardInstanceOptions CalibratedHardOptions() {
+  HardInstanceOptions options;
+  options.min_buffers = 180;
+  options.max_buffers = 320;
+  options.min_removed_area = 0.02;
+  options.max_removed_area = 0.11;
+  options.full_columns = 1;
+  options.small_first = true;
+  return options;
+}
+
 HardInstance MakeHardInstance(uint64_t seed,
                               const HardInstanceOptions& options) {
   std::mt19937_64 random(seed * 0x9E3779B97F4A7C15ull + 1);
@@ -62,8 +73,17 @@ HardInstance MakeHardInstance(uint64_t seed,
   std::vector<int> full_columns(options.full_columns);
   for (int& column : full_columns) column = random() % options.grid;
   std::shuffle(cells.begin(), cells.end(), random);
+  auto area_of = [](const Cell& c) {
+    return static_cast<int64_t>(c.end - c.begin) * c.height;
+  };
+  if (options.small_first) {
+    std::stable_sort(
+        cells.begin(), cells.end(),
+        [&](const Cell& a, const Cell& b) { return area_of(a) < area_of(b); });
+  }
   const double total_area = static_cast<double>(options.grid) * options.grid;
-  std::uniform_real_distribution<double> fraction(0, options.max_removed_area);
+  std::uniform_real_distribution<double> fraction(options.min_removed_area,
+                                                  options.max_removed_area);
   const double to_remove = fraction(random) * total_area;
   double removed = 0;
   std::vector<Cell> kept;

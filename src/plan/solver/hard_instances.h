@@ -24,9 +24,20 @@ struct HardInstanceOptions {
   uint64_t unit = 1024;   // bytes (and time steps) per cell
   int min_buffers = 120;  // the tiling has a count in this range
   int max_buffers = 300;
-  double max_removed_area = 0.10;  // thinning removes up to this fraction
+  double min_removed_area = 0;     // thinning removes at least this much
+  double max_removed_area = 0.10;  // and up to this fraction of the area
   int full_columns = 6;            // time columns kept exactly full
+  // Thin the smallest pieces first (else in random order): many small holes
+  // spread over time leave fewer sections exactly full.
+  bool small_first = false;
 };
+
+// Options for a second family calibrated to the challenging sets' published
+// statistics (A-F: 154-296 buffers, 71-174 sections, 0-50 of them full,
+// 89-98% of the rectangle filled, F 66%): more buffers, holes spread by
+// thinning small pieces first, one protected column. The default family has
+// about twice as many full sections (median 49, up to 145).
+HardInstanceOptions CalibratedHardOptions();
 
 struct HardInstance {
   BufferSet set;                  // ids 0.., in shuffled order

@@ -120,31 +120,95 @@ void BuildOverlaps(Problem& problem) {
   }
 }
 
-std::vector<uint64_t> PushDownPacking(const Problem& problem,
-                                      std::vector<uint64_t> offsets) {
+std::vector<std::vector<int>> SameLifetimeGroups(const Problem& problem) {
   const size_t n = problem.buffers.size();
-  bool moved = true;
-  while (moved) {
-    moved = false;
-    std::vector<int> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(),
-              [&](int a, int b) { return offsets[a] < offsets[b]; });
-    for (const int u : order) {
-      std::vector<std::pair<uint64_t, uint64_t>> taken;
-      for (const int v : problem.overlaps[u])
-        taken.emplace_back(offsets[v], offsets[v] + problem.buffers[v].padded);
-      std::sort(taken.begin(), taken.end());
-      uint64_t offset = 0;
-      for (const auto& [begin, end] : taken) {
-        if (offset + problem.buffers[u].padded <= begin) break;
-        offset = std::max(offset, end);
-      }
-      if (offset < offsets[u]) {
-        offsets[u] = offset;
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  auto span = [&](int i) {
+    return std::make_pair(problem.buffers[i].section_begin,
+                          problem.buffers[i].section_end);
+  };
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return span(a) < span(b); });
+  std::vector<std::vector<int>> twins(n);
+  for (size_t begin = 0, end = 0; begin < n; begin = end) {
+    end = begin + 1;
+    while (end < n && span(order[end]) == span(order[begin])) ++end;
+    for (size_t i = begin; i < end; ++i) {
+      for (size_t j = begin; j < end; ++j)
+        if (i != j) twins[order[i]].push_back(order[j]);
+    }
+  }
+  return twins;
+}
+
+namespace {
+
+// One pass of pushing every buffer to its lowest free spot; true if any moved.
+bool SinkOnce(const Problem& problem, std::vector<uint64_t>& offsets) {
+  const size_t n = problem.buffers.size();
+  bool moved = false;
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return offsets[a] < offsets[b]; });
+  for (const int u : order) {
+    std::vector<std::pair<uint64_t, uint64_t>> taken;
+    for (const int v : problem.overlaps[u])
+      taken.emplace_back(offsets[v], offsets[v] + problem.buffers[v].padded);
+    std::sort(taken.begin(), taken.end());
+    uint64_t offset = 0;
+    for (const auto& [begin, end] : taken) {
+      if (offset + problem.buffers[u].padded <= begin) break;
+      offset = std::max(offset, end);
+    }
+    if (offset < offsets[u]) {
+      offsets[u] = offset;
+      moved = true;
+    }
+  }
+  return moved;
+}
+
+// Swaps buffers of one lifetime that break the search's twin order (equal
+// ones out of rank order anywhere; an unpadded one directly under an
+// earlier-ranked one); true if any moved.
+bool OrderTwins(const Problem& problem,
+                const std::vector<std::vector<int>>& twins,
+                const std::vector<int>& twin_rank,
+                std::vector<uint64_t>& offsets) {
+  bool moved = false;
+  for (size_t u = 0; u < twins.size(); ++u) {
+    const SolverBuffer& a = problem.buffers[u];
+    for (const int v : twins[u]) {
+      const SolverBuffer& b = problem.buffers[v];
+      if (twin_rank[v] > twin_rank[u]) continue;  // v belongs below u
+      if (a.size == b.size) {
+        if (offsets[u] < offsets[v]) {
+          std::swap(offsets[u], offsets[v]);
+          moved = true;
+        }
+      } else if (a.size == a.padded && b.size == b.padded &&
+                 offsets[u] + a.padded == offsets[v]) {
+        offsets[v] = offsets[u];
+        offsets[u] += b.padded;
         moved = true;
       }
     }
+  }
+  return moved;
+}
+
+}  // namespace
+
+std::vector<uint64_t> PushDownPacking(const Problem& problem,
+                                      std::vector<uint64_t> offsets,
+                                      const std::vector<int>& twin_rank) {
+  const std::vector<std::vector<int>> twins = SameLifetimeGroups(problem);
+  // Both steps keep the packing valid and lower the sum of offset x size x
+  // (number of buffers - rank), so the loop ends.
+  while (SinkOnce(problem, offsets) ||
+         OrderTwins(problem, twins, twin_rank, offsets)) {
   }
   return offsets;
 }

@@ -54,13 +54,20 @@ uint64_t CountOverlapPairs(const Problem& problem);
 // Fills problem.overlaps.
 void BuildOverlaps(Problem& problem);
 
+// Per buffer: the other buffers live over exactly the same sections.
+std::vector<std::vector<int>> SameLifetimeGroups(const Problem& problem);
+
 // Moves buffers of a valid packing (`offsets` per problem buffer) to the
 // lowest offset where each fits among the others, lowest first, until none
 // moves: no buffer can then sink on its own (each rests on a neighbour or at
-// 0), the form the search's canonical rules assume exists. The total never
-// grows. Needs the overlaps.
+// 0), the form the search's canonical rules assume exists. Buffers of one
+// lifetime are also put in the search's twin order for `twin_rank` (the
+// order's initial ranks, StaticOrderRanks): equal ones in rank order, none
+// directly under an earlier-ranked unpadded one. The total never grows.
+// Needs the overlaps.
 std::vector<uint64_t> PushDownPacking(const Problem& problem,
-                                      std::vector<uint64_t> offsets);
+                                      std::vector<uint64_t> offsets,
+                                      const std::vector<int>& twin_rank);
 
 }  // namespace tensormem::solver_internal
 
