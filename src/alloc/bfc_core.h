@@ -166,6 +166,9 @@ class alignas(64) BfcCore {
   void* MarkInUse(ChunkHandle handle, uint64_t bytes);
   // Cuts `handle` at `head_bytes`; returns the new tail chunk (not indexed).
   ChunkHandle SplitChunk(ChunkHandle handle, uint64_t head_bytes);
+  // SplitChunk and Merge for the slow paths outside bfc_core.cc.
+  ChunkHandle SplitChunkOutOfLine(ChunkHandle handle, uint64_t head_bytes);
+  void MergeOutOfLine(ChunkHandle first, ChunkHandle second);
   // Merges free neighbours into `handle` (not indexed); returns the result.
   ChunkHandle TryToCoalesce(ChunkHandle handle, bool ignore_freed_at);
   void Merge(ChunkHandle first, ChunkHandle second);

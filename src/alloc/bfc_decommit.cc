@@ -53,11 +53,11 @@ void BfcCore::DecommitInside(ChunkHandle handle) {
   RemoveFree(handle);
   ChunkHandle middle = handle;
   if (begin > map_.chunk(handle).address) {
-    middle = SplitChunk(handle, begin - map_.chunk(handle).address);
+    middle = SplitChunkOutOfLine(handle, begin - map_.chunk(handle).address);
     InsertFree(handle);
   }
   if (end < map_.chunk(middle).end()) {
-    InsertFree(SplitChunk(middle, end - begin));
+    InsertFree(SplitChunkOutOfLine(middle, end - begin));
   }
   map_.chunk(middle).allocation_id = BfcChunk::kDecommittedChunkId;
   stats_.pool_bytes -= end - begin;
@@ -65,10 +65,10 @@ void BfcCore::DecommitInside(ChunkHandle handle) {
   // whole stretch.
   const ChunkHandle next = map_.chunk(middle).next;
   if (next != kInvalidChunk && map_.chunk(next).decommitted())
-    Merge(middle, next);
+    MergeOutOfLine(middle, next);
   const ChunkHandle prev = map_.chunk(middle).prev;
   if (prev != kInvalidChunk && map_.chunk(prev).decommitted())
-    Merge(prev, middle);
+    MergeOutOfLine(prev, middle);
 }
 
 uint64_t BfcCore::FreeBytesToMerge(ChunkHandle handle) const {
@@ -128,9 +128,9 @@ void* BfcCore::RecommitAndFind(uint64_t bytes, uint64_t rounded,
   if (!upstream_->Recommit(reinterpret_cast<void*>(address), best->bytes))
     return nullptr;
   ChunkHandle part = best->chunk;
-  if (best->offset > 0) part = SplitChunk(best->chunk, best->offset);
+  if (best->offset > 0) part = SplitChunkOutOfLine(best->chunk, best->offset);
   if (map_.chunk(part).size > best->bytes) {
-    const ChunkHandle rest = SplitChunk(part, best->bytes);
+    const ChunkHandle rest = SplitChunkOutOfLine(part, best->bytes);
     map_.chunk(rest).allocation_id = BfcChunk::kDecommittedChunkId;
   }
   BfcChunk& recommitted = map_.chunk(part);
