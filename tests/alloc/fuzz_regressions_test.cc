@@ -32,7 +32,7 @@ TEST(FuzzRegressionTest, SystemAllocatorRefusesAlignment2Pow63) {
 TEST(FuzzRegressionTest, HostSubAllocatorRefusesAlignment2Pow63) {
   HostSubAllocator host;
   size_t received = 1;
-  EXPECT_EQ(host.Alloc(size_t{1} << 63, 4096, &received), nullptr);
+  EXPECT_EQ(host.Alloc(4096, size_t{1} << 63, &received), nullptr);
   EXPECT_EQ(received, 0u);
   void* fine = host.Alloc(4096, 4096, &received);
   ASSERT_NE(fine, nullptr);
