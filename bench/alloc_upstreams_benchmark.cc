@@ -57,7 +57,7 @@ void RegionChurn(benchmark::State& state, SubAllocator& upstream) {
   for (auto _ : state) {
     auto& [region, bytes] = live[next];
     if (region != nullptr) upstream.Free(region, bytes);
-    region = upstream.Alloc(256, 2 * kMiB, &bytes);
+    region = upstream.Alloc(2 * kMiB, 256, &bytes);
     benchmark::DoNotOptimize(region);
     next = (next + 1) % kLive;
   }

@@ -15,6 +15,8 @@ packages=(
   clang-14 libclang-rt-14-dev
   # The style gate (scripts/check-style.sh).
   clang-format-14 clang-tidy-14
+  # Instruction counts of the BFC benchmarks (tools/bfc_instructions.py).
+  valgrind
 )
 
 missing=()

@@ -96,7 +96,7 @@ void* BfcAllocator::DoAllocate(size_t bytes, size_t alignment, int32_t stream) {
   if (void* ptr = AllocateFromIndex(bytes, alignment, stream)) return ptr;
   AllocationAttributes attributes;
   attributes.stream = stream;
-  return AllocateSlowly(alignment, bytes, attributes);
+  return AllocateSlowly(bytes, alignment, attributes);
 }
 
 void* BfcAllocator::AllocateRaw(size_t alignment, size_t bytes,
@@ -105,10 +105,10 @@ void* BfcAllocator::AllocateRaw(size_t alignment, size_t bytes,
     if (void* ptr = AllocateFromIndex(bytes, alignment, attributes.stream))
       return ptr;
   }
-  return AllocateSlowly(alignment, bytes, attributes);
+  return AllocateSlowly(bytes, alignment, attributes);
 }
 
-void* BfcAllocator::AllocateSlowly(size_t alignment, size_t bytes,
+void* BfcAllocator::AllocateSlowly(size_t bytes, size_t alignment,
                                    const AllocationAttributes& attributes) {
   if (bytes == 0) return nullptr;
   if (!IsPowerOfTwo(alignment)) {
@@ -122,25 +122,25 @@ void* BfcAllocator::AllocateSlowly(size_t alignment, size_t bytes,
   const std::optional<uint64_t> rounded = core_->RoundedSize(bytes);
   if (!rounded || *rounded > memory_limit_) {
     // No amount of waiting can make this fit: fail without retrying.
-    return AttemptAllocation(alignment, bytes, attributes,
+    return AttemptAllocation(bytes, alignment, attributes,
                              options_.log_failures);
   }
   if (!options_.allow_retry_on_failure || !attributes.retry_on_failure) {
     // One attempt. A caller that opted out of retrying has a fallback, so its
     // failure is not worth a warning.
     return AttemptAllocation(
-        alignment, bytes, attributes,
+        bytes, alignment, attributes,
         options_.log_failures && attributes.retry_on_failure);
   }
   return retrier_.AllocateWithRetry(
       [&](bool verbose) {
-        return AttemptAllocation(alignment, bytes, attributes,
+        return AttemptAllocation(bytes, alignment, attributes,
                                  verbose && options_.log_failures);
       },
       options_.retry_deadline);
 }
 
-void* BfcAllocator::AttemptAllocation(size_t alignment, size_t bytes,
+void* BfcAllocator::AttemptAllocation(size_t bytes, size_t alignment,
                                       const AllocationAttributes& attributes,
                                       bool log_failure) {
   // Evaluated before each attempt, outside the lock: it may call into the

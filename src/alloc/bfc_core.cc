@@ -90,7 +90,7 @@ void* BfcCore::GrowAndFind(uint64_t bytes, uint64_t rounded, uint64_t alignment,
     }
   }
   bool relied_on_tail = false;
-  if (!Extend(alignment, rounded, pool, /*use_free_tail=*/true,
+  if (!Extend(rounded, alignment, pool, /*use_free_tail=*/true,
               &relied_on_tail)) {
     return nullptr;
   }
@@ -99,7 +99,7 @@ void* BfcCore::GrowAndFind(uint64_t bytes, uint64_t rounded, uint64_t alignment,
   // Memory sized to extend a free tail did not land next to it (or the tail
   // was not reusable): grow once more by the whole request.
   if (!relied_on_tail ||
-      !Extend(alignment, rounded, pool, /*use_free_tail=*/false, nullptr)) {
+      !Extend(rounded, alignment, pool, /*use_free_tail=*/false, nullptr)) {
     return nullptr;
   }
   return FindChunk(bytes, rounded, alignment, freed_before, pool);

@@ -210,7 +210,7 @@ class alignas(64) BfcCore {
   // Grows the pool for a request; `use_free_tail` lets a coalescing upstream
   // extend the last region's free tail instead of holding the whole request
   // (`relied_on_tail` tells whether the new region alone is too small).
-  bool Extend(uint64_t alignment, uint64_t rounded, int pool,
+  bool Extend(uint64_t rounded, uint64_t alignment, int pool,
               bool use_free_tail, bool* relied_on_tail);
   void* GrowAndFind(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                     uint64_t freed_before, int pool);

@@ -16,7 +16,7 @@ BfcCore::~BfcCore() {
   }
 }
 
-bool BfcCore::Extend(uint64_t alignment, uint64_t rounded, int pool,
+bool BfcCore::Extend(uint64_t rounded, uint64_t alignment, int pool,
                      bool use_free_tail, bool* relied_on_tail) {
   // An upstream may hand back more than asked, so the pool can exceed the
   // limit.
@@ -40,7 +40,7 @@ bool BfcCore::Extend(uint64_t alignment, uint64_t rounded, int pool,
   // The limit holds whatever a policy asks for.
   if (bytes == 0 || bytes > request.headroom) return false;
   size_t bytes_received = 0;
-  void* ptr = upstream_->Alloc(alignment, bytes, &bytes_received);
+  void* ptr = upstream_->Alloc(bytes, alignment, &bytes_received);
   const uint64_t padding = alignment - bfc::kMinAllocationSize;
   if (ptr == nullptr && alignment > bfc::kMinAllocationSize &&
       padding <= request.headroom && rounded <= request.headroom - padding) {
@@ -48,7 +48,7 @@ bool BfcCore::Extend(uint64_t alignment, uint64_t rounded, int pool,
     // bytes): a region larger by the padding, aligned inside by the search.
     const uint64_t padded =
         std::min<uint64_t>(bytes, request.headroom - padding) + padding;
-    ptr = upstream_->Alloc(bfc::kMinAllocationSize, padded, &bytes_received);
+    ptr = upstream_->Alloc(padded, bfc::kMinAllocationSize, &bytes_received);
     if (ptr != nullptr) bytes = padded;
   }
   // Refused: ask for less, strictly less each time, as long as the policy
@@ -56,7 +56,7 @@ bool BfcCore::Extend(uint64_t alignment, uint64_t rounded, int pool,
   while (ptr == nullptr) {
     bytes = policy_->SmallerRegionBytes(bytes, request);
     if (bytes == 0) return false;
-    ptr = upstream_->Alloc(alignment, bytes, &bytes_received);
+    ptr = upstream_->Alloc(bytes, alignment, &bytes_received);
   }
   policy_->RegionAdded(request);
   if (relied_on_tail != nullptr) *relied_on_tail = bytes < rounded;

@@ -24,7 +24,7 @@ void FaultInjectingSubAllocator::SetShortfall(size_t shortfall) {
   shortfall_ = shortfall;
 }
 
-void* FaultInjectingSubAllocator::Alloc(size_t alignment, size_t bytes,
+void* FaultInjectingSubAllocator::Alloc(size_t bytes, size_t alignment,
                                         size_t* bytes_received) {
   *bytes_received = 0;
   size_t shortfall;
@@ -38,7 +38,7 @@ void* FaultInjectingSubAllocator::Alloc(size_t alignment, size_t bytes,
     shortfall = shortfall_;
   }
   size_t real_bytes = 0;
-  void* region = wrapped_->Alloc(alignment, bytes, &real_bytes);
+  void* region = wrapped_->Alloc(bytes, alignment, &real_bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   if (region == nullptr) {
     ++failed_allocs_;

@@ -7,7 +7,7 @@
 
 namespace tensormem {
 
-void* HostSubAllocator::Alloc(size_t alignment, size_t bytes,
+void* HostSubAllocator::Alloc(size_t bytes, size_t alignment,
                               size_t* bytes_received) {
   *bytes_received = 0;
   if (bytes == 0 || (alignment != 0 && !IsPowerOfTwo(alignment)))

@@ -27,7 +27,7 @@ const void* SimulatedSubAllocator::BaseAddress() const {
   return regions_->base();
 }
 
-void* SimulatedSubAllocator::Alloc(size_t alignment, size_t bytes,
+void* SimulatedSubAllocator::Alloc(size_t bytes, size_t alignment,
                                    size_t* bytes_received) {
   *bytes_received = 0;
   if (bytes == 0 || (alignment != 0 && !IsPowerOfTwo(alignment))) {

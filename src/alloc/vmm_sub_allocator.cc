@@ -31,7 +31,7 @@ const absl::Status& VmmSubAllocator::status() const {
 
 const void* VmmSubAllocator::BaseAddress() const { return regions_->base(); }
 
-void* VmmSubAllocator::Alloc(size_t alignment, size_t bytes,
+void* VmmSubAllocator::Alloc(size_t bytes, size_t alignment,
                              size_t* bytes_received) {
   *bytes_received = 0;
   if (bytes == 0 || (alignment != 0 && !IsPowerOfTwo(alignment))) {

@@ -62,6 +62,12 @@ BufferSet Placed(const BufferSet& set, const PlanResult& plan) {
   return placed;
 }
 
+void WriteHtml(const std::string& path, const BufferSet& placed,
+               const std::string& title) {
+  absl::Status written = WriteHtmlFile(path, RenderPlanHtml(placed, title));
+  if (!written.ok()) Fail(kCommand, written);
+}
+
 void WriteOutputs(const PlanFlags& flags, const BufferSet& set,
                   const PlanResult& plan) {
   if (!flags.out.empty()) {
@@ -81,11 +87,9 @@ void WriteOutputs(const PlanFlags& flags, const BufferSet& set,
     }
   }
   if (!flags.html.empty()) {
-    const std::string title = absl::StrFormat(
-        "%s, %s (%s)", flags.input, plan.strategy, PlanModeName(plan.mode));
-    absl::Status written =
-        WriteHtmlFile(flags.html, RenderPlanHtml(Placed(set, plan), title));
-    if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
+    WriteHtml(flags.html, Placed(set, plan),
+              absl::StrFormat("%s, %s (%s)", flags.input, plan.strategy,
+                              PlanModeName(plan.mode)));
   }
 }
 
@@ -100,8 +104,8 @@ nlohmann::json Summary(const PlanResult& plan) {
   return json;
 }
 
-int CheckGivenOffsets(const PlanFlags& flags, const BufferSet& set,
-                      uint64_t alignment) {
+void CheckGivenOffsets(const PlanFlags& flags, const BufferSet& set,
+                       uint64_t alignment) {
   const absl::Status valid = CheckPlacement(set, alignment);
   uint64_t height = 0;
   for (const Buffer& b : set.buffers) {
@@ -126,16 +130,12 @@ int CheckGivenOffsets(const PlanFlags& flags, const BufferSet& set,
         static_cast<unsigned long long>(height), HumanBytes(bound).c_str(),
         ratio);
   }
-  if (!flags.html.empty() && valid.ok()) {
-    absl::Status written = WriteHtmlFile(
-        flags.html, RenderPlanHtml(set, flags.input + " (given offsets)"));
-    if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
-  }
+  if (!flags.html.empty() && valid.ok())
+    WriteHtml(flags.html, set, flags.input + " (given offsets)");
   if (!valid.ok())
     Fail(kCommand, 1,
          absl::StrFormat("%s: invalid placement: %s", flags.input,
                          valid.message()));
-  return 0;
 }
 
 void AnnounceIfSlow(const StrategyInfo& strategy, const ProblemSize& size,
@@ -219,7 +219,7 @@ void RunOne(const PlanFlags& flags, const BufferSet& set,
                          flags.strategy, absl::StrJoin(names, ", ")));
   }
   absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(set);
-  if (!records.ok()) Fail(kCommand, 1, std::string(records.status().message()));
+  if (!records.ok()) Fail(kCommand, records.status());
   AnnounceIfSlow(*strategy, MeasureProblem(*records, mode), flags.json);
   absl::StatusOr<PlanResult> plan =
       RunStrategy(flags.strategy, set, mode, options);
@@ -227,7 +227,7 @@ void RunOne(const PlanFlags& flags, const BufferSet& set,
     const bool usage =
         plan.status().code() == absl::StatusCode::kInvalidArgument &&
         mode == PlanMode::kObjects && !strategy->objects;
-    Fail(kCommand, usage ? 2 : 1, std::string(plan.status().message()));
+    Fail(kCommand, usage ? 2 : 1, plan.status().message());
   }
   if (flags.json) {
     nlohmann::json json = Summary(*plan);
@@ -268,14 +268,13 @@ void RunOne(const PlanFlags& flags, const BufferSet& set,
 BufferSet ReadInput(PlanFlags& flags) {
   if (!IsModelInput(flags.input)) {
     absl::StatusOr<BufferSet> set = ReadBufferSetCsv(flags.input);
-    if (!set.ok()) Fail(kCommand, 1, std::string(set.status().message()));
+    if (!set.ok()) Fail(kCommand, set.status());
     return *std::move(set);
   }
   int exit_code = 1;
   absl::StatusOr<LoadedModel> model =
       LoadModelInput(flags.input, flags.model, exit_code);
-  if (!model.ok())
-    Fail(kCommand, exit_code, std::string(model.status().message()));
+  if (!model.ok()) Fail(kCommand, exit_code, model.status().message());
   if (!flags.json) std::printf("%s\n", model->summary_line.c_str());
   flags.model_summary = model->summary;
   return std::move(model->buffers);
@@ -298,14 +297,12 @@ void Run(PlanFlags& flags) {
   options.allow_slow = flags.force;
   if (!flags.time_limit.empty()) {
     absl::StatusOr<double> seconds = ParseTimeLimitSeconds(flags.time_limit);
-    if (!seconds.ok())
-      Fail(kCommand, 2, std::string(seconds.status().message()));
+    if (!seconds.ok()) Fail(kCommand, 2, seconds.status().message());
     options.time_limit_seconds = *seconds;
   }
   if (!flags.capacity.empty()) {
     absl::StatusOr<uint64_t> capacity = ParseByteSize(flags.capacity);
-    if (!capacity.ok())
-      Fail(kCommand, 2, std::string(capacity.status().message()));
+    if (!capacity.ok()) Fail(kCommand, 2, capacity.status().message());
     options.capacity = *capacity;
   }
   options.threads = flags.threads;

@@ -42,7 +42,7 @@ CudaAsyncSubAllocator::~CudaAsyncSubAllocator() {
   if (result != CUDA_SUCCESS) ReportFailedFree(result, "cuMemPoolDestroy");
 }
 
-void* CudaAsyncSubAllocator::Alloc(size_t alignment, size_t bytes,
+void* CudaAsyncSubAllocator::Alloc(size_t bytes, size_t alignment,
                                    size_t* bytes_received) {
   *bytes_received = 0;
   if (bytes == 0 || (alignment != 0 && !IsPowerOfTwo(alignment)) ||

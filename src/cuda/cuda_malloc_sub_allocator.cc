@@ -16,7 +16,7 @@ bool AlignmentServed(size_t alignment, size_t guaranteed) {
 
 }  // namespace
 
-void* CudaMallocSubAllocator::Alloc(size_t alignment, size_t bytes,
+void* CudaMallocSubAllocator::Alloc(size_t bytes, size_t alignment,
                                     size_t* bytes_received) {
   *bytes_received = 0;
   if (bytes == 0 || !AlignmentServed(alignment, kAlignment) || !MakeCurrent()) {
@@ -44,7 +44,7 @@ void CudaMallocSubAllocator::Free(void* ptr, size_t bytes) {
   }
 }
 
-void* CudaHostSubAllocator::Alloc(size_t alignment, size_t bytes,
+void* CudaHostSubAllocator::Alloc(size_t bytes, size_t alignment,
                                   size_t* bytes_received) {
   *bytes_received = 0;
   if (bytes == 0 || !AlignmentServed(alignment, kAlignment) || !MakeCurrent()) {

@@ -127,7 +127,7 @@ void CudaVmmSubAllocator::Unback(uintptr_t start, const Mapping& mapping) {
   }
 }
 
-void* CudaVmmSubAllocator::Alloc(size_t alignment, size_t bytes,
+void* CudaVmmSubAllocator::Alloc(size_t bytes, size_t alignment,
                                  size_t* bytes_received) {
   *bytes_received = 0;
   if (bytes == 0 || (alignment != 0 && !IsPowerOfTwo(alignment)) ||

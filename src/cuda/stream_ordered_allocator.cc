@@ -77,7 +77,7 @@ void StreamOrderedAllocator::Forget(uintptr_t start, uintptr_t end) {
 }
 
 void* StreamOrderedAllocator::Allocate(size_t bytes, CUstream stream) {
-  void* block = bfc_->AllocateRaw(256, bytes);
+  void* block = bfc_->Allocate(bytes, /*alignment=*/256);
   if (block == nullptr) return nullptr;
   const uintptr_t start = reinterpret_cast<uintptr_t>(block);
   const uintptr_t end = start + bfc_->AllocatedSize(block).value_or(bytes);

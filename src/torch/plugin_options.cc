@@ -23,6 +23,13 @@ absl::string_view ToAbsl(std::string_view text) {
   return absl::string_view(text.data(), text.size());
 }
 
+bool IsAllocatorOption(std::string_view key) {
+  for (const AllocatorOptionInfo& info : AllocatorOptions()) {
+    if (info.key == key) return true;
+  }
+  return false;
+}
+
 // Names the registries know, checked now so a typo in the environment or the
 // options fails `enable()` rather than the first allocation. `variables`:
 // errors name TENSORMEM_<KEY> rather than the key.
@@ -152,11 +159,13 @@ absl::Status ApplyOptionsJson(std::string_view json_text,
     }
     TM_ASSIGN_OR_RETURN(std::string text, OptionText(key, value));
     absl::Status status = SetAllocatorOption(updated.allocator, spec_key, text);
-    if (!status.ok()) {
+    if (!status.ok() && !IsAllocatorOption(spec_key)) {
+      // The allocator's list of keys lacks the plug-in's own two.
       return absl::InvalidArgumentError(
           absl::StrCat(status.message(),
                        " (the plug-in also takes trace_path, report_path)"));
     }
+    TM_RETURN_IF_ERROR(status);
   }
   TM_RETURN_IF_ERROR(CheckKnown(updated.allocator, /*variables=*/false));
   TM_RETURN_IF_ERROR(CheckUsable(updated.allocator));

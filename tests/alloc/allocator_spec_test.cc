@@ -7,11 +7,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <random>
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "alloc/bfc_test_util.h"
@@ -195,35 +193,6 @@ TEST(AllocatorSpecTest, ValidationRefusesImpossibleCombinations) {
   tf.policy = "tf";
   tf.fragmentation_fraction = 0.5;
   EXPECT_TRUE(ValidateAllocatorSpec(tf).ok());
-}
-
-// What the sub-allocator cannot do is known from its kind: the check refuses
-// it before anything is built, naming the configuration key.
-TEST(AllocatorSpecTest, ExpandableSegmentsNeedAContiguousSubAllocator) {
-  AllocatorSpec spec;
-  spec.policy = "pytorch";
-  spec.config = "expandable_segments:True";
-  for (const auto& [kind, coalescing] :
-       std::vector<std::pair<std::string, std::optional<bool>>>{
-           {"host", std::nullopt}, {"simulated", false}}) {
-    spec.sub_allocator = kind;
-    spec.coalescing = coalescing;
-    const absl::Status status = ValidateAllocatorSpec(spec);
-    ASSERT_FALSE(status.ok()) << kind;
-    EXPECT_THAT(status.message(), HasSubstr("config: "));
-    EXPECT_THAT(status.message(), HasSubstr("expandable_segments"));
-    EXPECT_THAT(status.message(), HasSubstr("'" + kind + "'"));
-    EXPECT_FALSE(CreateAllocator(spec).ok()) << kind;
-  }
-  for (const auto& [kind, coalescing] :
-       std::vector<std::pair<std::string, std::optional<bool>>>{
-           {"vmm", std::nullopt}, {"simulated", true}, {"simulated", {}}}) {
-    spec.sub_allocator = kind;
-    spec.coalescing = coalescing;
-    spec.capacity = kGiB;
-    EXPECT_TRUE(ValidateAllocatorSpec(spec).ok()) << kind;
-    EXPECT_TRUE(CreateAllocator(spec).ok()) << kind;
-  }
 }
 
 TEST(AllocatorSpecTest, DescriptionsSayWhatDiffersFromTheDefaults) {

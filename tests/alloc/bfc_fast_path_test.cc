@@ -164,7 +164,7 @@ TEST(BfcFreeIndexReplaceTest, MatchesEraseThenInsert) {
 // mapped.
 class FallingSubAllocator final : public SubAllocator {
  public:
-  void* Alloc(size_t /*alignment*/, size_t bytes, size_t* received) override {
+  void* Alloc(size_t bytes, size_t /*alignment*/, size_t* received) override {
     next_ -= uint64_t{1} << 40;
     *received = bytes;
     return reinterpret_cast<void*>(next_);

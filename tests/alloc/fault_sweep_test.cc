@@ -95,10 +95,10 @@ class MisaligningSubAllocator final : public SubAllocator {
   MisaligningSubAllocator(size_t shift, bool coalescing)
       : shift_(shift), wrapped_(256 * kMiB, coalescing) {}
   ~MisaligningSubAllocator() override { EXPECT_TRUE(regions_.empty()); }
-  void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override {
+  void* Alloc(size_t bytes, size_t alignment, size_t* bytes_received) override {
     size_t received = 0;
     char* region =
-        static_cast<char*>(wrapped_.Alloc(alignment, bytes, &received));
+        static_cast<char*>(wrapped_.Alloc(bytes, alignment, &received));
     if (region == nullptr || received <= shift_) return region;
     regions_[region + shift_] = received;
     *bytes_received = received - shift_;

@@ -32,7 +32,7 @@ TEST(FuzzRegressionTest, SystemAllocatorRefusesAlignment2Pow63) {
 TEST(FuzzRegressionTest, HostSubAllocatorRefusesAlignment2Pow63) {
   HostSubAllocator host;
   size_t received = 1;
-  EXPECT_EQ(host.Alloc(size_t{1} << 63, 4096, &received), nullptr);
+  EXPECT_EQ(host.Alloc(4096, size_t{1} << 63, &received), nullptr);
   EXPECT_EQ(received, 0u);
   void* fine = host.Alloc(4096, 4096, &received);
   ASSERT_NE(fine, nullptr);
@@ -63,12 +63,12 @@ TEST(FuzzRegressionTest,
 // cuMemAllocAsync, sub-allocators `cuda` and `cuda-async`).
 class AlignsTo256Only final : public SubAllocator {
  public:
-  void* Alloc(size_t alignment, size_t bytes, size_t* received) override {
+  void* Alloc(size_t bytes, size_t alignment, size_t* received) override {
     if (alignment > 256) {
       *received = 0;
       return nullptr;
     }
-    return wrapped_.Alloc(alignment, bytes, received);
+    return wrapped_.Alloc(bytes, alignment, received);
   }
   void Free(void* ptr, size_t bytes) override { wrapped_.Free(ptr, bytes); }
   bool SupportsCoalescing() const override { return false; }

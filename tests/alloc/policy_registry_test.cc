@@ -2,11 +2,15 @@
 // every policy.
 #include "tensormem/alloc/policy_registry.h"
 
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tensormem/alloc/allocator_spec.h"
 #include "tensormem/core/units.h"
 
 namespace tensormem {
@@ -111,6 +115,35 @@ TEST(PolicyRegistryTest, ParsesConfigurationText) {
     ASSERT_FALSE(parsed.ok()) << bad;
     EXPECT_THAT(parsed.status().message(), HasSubstr(bad));
     EXPECT_THAT(parsed.status().message(), HasSubstr("key:value"));
+  }
+}
+
+// What the sub-allocator cannot do is known from its kind: the check refuses
+// it before anything is built, naming the configuration key.
+TEST(PolicyRegistryTest, ExpandableSegmentsNeedAContiguousSubAllocator) {
+  AllocatorSpec spec;
+  spec.policy = "pytorch";
+  spec.config = "expandable_segments:True";
+  for (const auto& [kind, coalescing] :
+       std::vector<std::pair<std::string, std::optional<bool>>>{
+           {"host", std::nullopt}, {"simulated", false}}) {
+    spec.sub_allocator = kind;
+    spec.coalescing = coalescing;
+    const absl::Status status = ValidateAllocatorSpec(spec);
+    ASSERT_FALSE(status.ok()) << kind;
+    EXPECT_THAT(status.message(), HasSubstr("config: "));
+    EXPECT_THAT(status.message(), HasSubstr("expandable_segments"));
+    EXPECT_THAT(status.message(), HasSubstr("'" + kind + "'"));
+    EXPECT_FALSE(CreateAllocator(spec).ok()) << kind;
+  }
+  for (const auto& [kind, coalescing] :
+       std::vector<std::pair<std::string, std::optional<bool>>>{
+           {"vmm", std::nullopt}, {"simulated", true}, {"simulated", {}}}) {
+    spec.sub_allocator = kind;
+    spec.coalescing = coalescing;
+    spec.capacity = kGiB;
+    EXPECT_TRUE(ValidateAllocatorSpec(spec).ok()) << kind;
+    EXPECT_TRUE(CreateAllocator(spec).ok()) << kind;
   }
 }
 

@@ -27,7 +27,7 @@ TEST_P(SubAllocatorConformanceTest, ServesAlignedRegionsOfAtLeastTheSize) {
        {size_t{0}, size_t{1}, size_t{256}, GetParam().max_alignment}) {
     for (size_t bytes : {size_t{1}, size_t{1000}, 3 * kMiB + 17}) {
       size_t received = 0;
-      void* region = upstream->Alloc(alignment, bytes, &received);
+      void* region = upstream->Alloc(bytes, alignment, &received);
       ASSERT_NE(region, nullptr) << alignment << " " << bytes;
       EXPECT_GE(received, bytes);
       if (alignment > 0) {
@@ -45,13 +45,13 @@ TEST_P(SubAllocatorConformanceTest, ServesAlignedRegionsOfAtLeastTheSize) {
 TEST_P(SubAllocatorConformanceTest, RefusesBadRequestsWithNothingReceived) {
   std::unique_ptr<SubAllocator> upstream = Make(GetParam());
   size_t received = 123;
-  EXPECT_EQ(upstream->Alloc(256, 0, &received), nullptr);
+  EXPECT_EQ(upstream->Alloc(0, 256, &received), nullptr);
   EXPECT_EQ(received, 0u);
   received = 123;
-  EXPECT_EQ(upstream->Alloc(100, 4096, &received), nullptr);
+  EXPECT_EQ(upstream->Alloc(4096, 100, &received), nullptr);
   EXPECT_EQ(received, 0u);
   received = 123;
-  EXPECT_EQ(upstream->Alloc(256, SIZE_MAX - 10, &received), nullptr);
+  EXPECT_EQ(upstream->Alloc(SIZE_MAX - 10, 256, &received), nullptr);
   EXPECT_EQ(received, 0u);
 }
 
@@ -60,7 +60,7 @@ TEST_P(SubAllocatorConformanceTest, LiveRegionsNeverOverlap) {
   std::map<uintptr_t, size_t> live;
   auto take = [&](size_t bytes) {
     size_t received = 0;
-    void* region = upstream->Alloc(256, bytes, &received);
+    void* region = upstream->Alloc(bytes, 256, &received);
     ASSERT_NE(region, nullptr);
     const uintptr_t start = reinterpret_cast<uintptr_t>(region);
     auto after = live.lower_bound(start);
@@ -103,7 +103,7 @@ TEST_P(SubAllocatorConformanceTest, VisitorsSeeEveryRegionFreesInReverse) {
       GetParam().make({visitor("alloc1"), visitor("alloc2")},
                       {visitor("free1"), visitor("free2")});
   size_t received = 0;
-  void* region = upstream->Alloc(256, 2 * kMiB, &received);
+  void* region = upstream->Alloc(2 * kMiB, 256, &received);
   ASSERT_NE(region, nullptr);
   const std::string size = std::to_string(received);
   upstream->Free(region, received);
@@ -115,9 +115,9 @@ TEST_P(SubAllocatorConformanceTest, CoalescingKindsGrowContiguously) {
   std::unique_ptr<SubAllocator> upstream = Make(GetParam());
   if (!upstream->SupportsCoalescing()) GTEST_SKIP() << "does not coalesce";
   size_t first_size = 0, second_size = 0;
-  char* first = static_cast<char*>(upstream->Alloc(256, 2 * kMiB, &first_size));
+  char* first = static_cast<char*>(upstream->Alloc(2 * kMiB, 256, &first_size));
   char* second =
-      static_cast<char*>(upstream->Alloc(256, 4 * kMiB, &second_size));
+      static_cast<char*>(upstream->Alloc(4 * kMiB, 256, &second_size));
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(second, first + first_size);
   upstream->Free(second, second_size);

@@ -43,7 +43,7 @@ TEST(HostSubAllocatorTest, HonoursAlignmentAndCallsVisitors) {
   for (size_t alignment :
        {size_t{0}, size_t{1}, size_t{8}, size_t{256}, size_t{4096}}) {
     size_t received = 0;
-    void* region = host.Alloc(alignment, 1000, &received);
+    void* region = host.Alloc(1000, alignment, &received);
     ASSERT_NE(region, nullptr);
     EXPECT_EQ(received, 1000u);
     if (alignment > 0) {
@@ -59,10 +59,10 @@ TEST(HostSubAllocatorTest, HonoursAlignmentAndCallsVisitors) {
 TEST(HostSubAllocatorTest, RefusesBadRequests) {
   HostSubAllocator host;
   size_t received = 123;
-  EXPECT_EQ(host.Alloc(256, 0, &received), nullptr);
+  EXPECT_EQ(host.Alloc(0, 256, &received), nullptr);
   EXPECT_EQ(received, 0u);
-  EXPECT_EQ(host.Alloc(100, 64, &received), nullptr);  // not a power of two
-  EXPECT_EQ(host.Alloc(256, SIZE_MAX - 10, &received), nullptr);
+  EXPECT_EQ(host.Alloc(64, 100, &received), nullptr);  // not a power of two
+  EXPECT_EQ(host.Alloc(SIZE_MAX - 10, 256, &received), nullptr);
   EXPECT_EQ(received, 0u);
 }
 
@@ -73,9 +73,9 @@ TEST(SimulatedSubAllocatorTest, PlacesRegionsFirstFitFromAnAlignedBase) {
   EXPECT_EQ(gpu.GetMemoryKind(), MemoryKind::kSimulated);
   EXPECT_FALSE(gpu.SupportsCoalescing());
   size_t a_size, b_size, c_size, d_size;
-  void* a = gpu.Alloc(256, 2 * kMiB, &a_size);
-  void* b = gpu.Alloc(256, 1000, &b_size);
-  void* c = gpu.Alloc(256, 4 * kMiB, &c_size);  // aligned up past b's odd end
+  void* a = gpu.Alloc(2 * kMiB, 256, &a_size);
+  void* b = gpu.Alloc(1000, 256, &b_size);
+  void* c = gpu.Alloc(4 * kMiB, 256, &c_size);  // aligned up past b's odd end
   EXPECT_EQ(OffsetOf(gpu, a), 0u);
   EXPECT_EQ(OffsetOf(gpu, b), 2 * kMiB);
   EXPECT_EQ(OffsetOf(gpu, c), 2 * kMiB + 1024);
@@ -94,20 +94,20 @@ TEST(SimulatedSubAllocatorTest, ServesUpToItsCapacityAndNoMore) {
   SimulatedSubAllocator gpu(8 * kMiB, /*coalescing=*/true);
   EXPECT_TRUE(gpu.SupportsCoalescing());
   size_t received = 0;
-  EXPECT_EQ(gpu.Alloc(256, 8 * kMiB + 1, &received), nullptr);
-  void* whole = gpu.Alloc(256, 8 * kMiB, &received);
+  EXPECT_EQ(gpu.Alloc(8 * kMiB + 1, 256, &received), nullptr);
+  void* whole = gpu.Alloc(8 * kMiB, 256, &received);
   ASSERT_NE(whole, nullptr);
   EXPECT_EQ(gpu.Alloc(1, 1, &received), nullptr);
   EXPECT_EQ(received, 0u);
   gpu.Free(whole, 8 * kMiB);
-  EXPECT_EQ(gpu.Alloc(256, 8 * kMiB, &received), whole);
+  EXPECT_EQ(gpu.Alloc(8 * kMiB, 256, &received), whole);
 }
 
 TEST(SimulatedSubAllocatorTest, ReservesMoreThanTheMachineHas) {
   SimulatedSubAllocator gpu(80 * kGiB);
   ASSERT_TRUE(gpu.status().ok()) << gpu.status();
   size_t received = 0;
-  void* big = gpu.Alloc(256, 79 * kGiB, &received);
+  void* big = gpu.Alloc(79 * kGiB, 256, &received);
   ASSERT_NE(big, nullptr);
   EXPECT_EQ(received, 79 * kGiB);
   gpu.Free(big, received);
@@ -129,7 +129,7 @@ TEST(SimulatedSubAllocatorTest, ReportsAFailedReservation) {
 TEST(SimulatedSubAllocatorTest, IgnoresAndCountsBadFrees) {
   SimulatedSubAllocator gpu(16 * kMiB);
   size_t received = 0;
-  void* region = gpu.Alloc(256, 4096, &received);
+  void* region = gpu.Alloc(4096, 256, &received);
   gpu.Free(static_cast<char*>(region) + 256, 256);  // interior
   gpu.Free(region, 2048);                           // wrong size
   EXPECT_EQ(gpu.misuse_count(), 2);
@@ -146,11 +146,11 @@ TEST(VmmSubAllocatorTest, GrowsContiguouslyWithUsableMemory) {
   EXPECT_TRUE(vmm.SupportsCoalescing());
   EXPECT_EQ(reinterpret_cast<uintptr_t>(vmm.BaseAddress()) % (2 * kMiB), 0u);
   size_t first_size, second_size, odd_size;
-  char* first = static_cast<char*>(vmm.Alloc(256, 2 * kMiB, &first_size));
-  char* second = static_cast<char*>(vmm.Alloc(256, 4 * kMiB, &second_size));
+  char* first = static_cast<char*>(vmm.Alloc(2 * kMiB, 256, &first_size));
+  char* second = static_cast<char*>(vmm.Alloc(4 * kMiB, 256, &second_size));
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(second, first + first_size);
-  char* odd = static_cast<char*>(vmm.Alloc(256, 1000, &odd_size));
+  char* odd = static_cast<char*>(vmm.Alloc(1000, 256, &odd_size));
   EXPECT_EQ(odd, second + second_size);
   EXPECT_EQ(odd_size, vmm.granularity());  // rounded up to a whole page
   std::memset(first, 1, first_size);       // committed memory is writable
@@ -161,22 +161,22 @@ TEST(VmmSubAllocatorTest, GrowsContiguouslyWithUsableMemory) {
 TEST(VmmSubAllocatorTest, GrowsFromTheHighestRegionEvenWithHolesBelow) {
   VmmSubAllocator vmm(64 * kMiB);
   size_t a_size, b_size, c_size, d_size;
-  char* a = static_cast<char*>(vmm.Alloc(256, 4 * kMiB, &a_size));
-  char* b = static_cast<char*>(vmm.Alloc(256, 4 * kMiB, &b_size));
+  char* a = static_cast<char*>(vmm.Alloc(4 * kMiB, 256, &a_size));
+  char* b = static_cast<char*>(vmm.Alloc(4 * kMiB, 256, &b_size));
   vmm.Free(a, a_size);  // a hole below b
-  char* c = static_cast<char*>(vmm.Alloc(256, kMiB, &c_size));
+  char* c = static_cast<char*>(vmm.Alloc(kMiB, 256, &c_size));
   EXPECT_EQ(c, b + b_size);  // contiguous with b, not in the hole
   vmm.Free(c, c_size);       // the top shrinks back to b's end
-  char* d = static_cast<char*>(vmm.Alloc(256, 2 * kMiB, &d_size));
+  char* d = static_cast<char*>(vmm.Alloc(2 * kMiB, 256, &d_size));
   EXPECT_EQ(d, b + b_size);
   // The top now has 64 - 10 = 54 MiB left; a 56 MiB request cannot fit there
   // nor in the 4 MiB hole, while 3 MiB goes to the top.
   size_t received;
-  EXPECT_EQ(vmm.Alloc(256, 56 * kMiB, &received), nullptr);
-  char* e = static_cast<char*>(vmm.Alloc(256, 54 * kMiB, &received));
+  EXPECT_EQ(vmm.Alloc(56 * kMiB, 256, &received), nullptr);
+  char* e = static_cast<char*>(vmm.Alloc(54 * kMiB, 256, &received));
   EXPECT_EQ(e, d + d_size);
   char* f = static_cast<char*>(
-      vmm.Alloc(256, 3 * kMiB, &received));  // top full: the hole
+      vmm.Alloc(3 * kMiB, 256, &received));  // top full: the hole
   EXPECT_EQ(f, a);
   EXPECT_EQ(vmm.misuse_count(), 0);
 }
@@ -184,7 +184,7 @@ TEST(VmmSubAllocatorTest, GrowsFromTheHighestRegionEvenWithHolesBelow) {
 TEST(VmmSubAllocatorTest, FreeDecommitsAndBadFreesAreIgnored) {
   VmmSubAllocator vmm(16 * kMiB);
   size_t received = 0;
-  void* region = vmm.Alloc(256, kMiB, &received);
+  void* region = vmm.Alloc(kMiB, 256, &received);
   vmm.Free(region, received + 1);
   vmm.Free(static_cast<char*>(region) + 4096, received - 4096);
   EXPECT_EQ(vmm.misuse_count(), 2);
@@ -192,7 +192,7 @@ TEST(VmmSubAllocatorTest, FreeDecommitsAndBadFreesAreIgnored) {
   vmm.Free(region, received);
   EXPECT_EQ(vmm.committed_bytes(), 0u);
   EXPECT_EQ(vmm.region_count(), 0u);
-  void* again = vmm.Alloc(256, kMiB, &received);
+  void* again = vmm.Alloc(kMiB, 256, &received);
   EXPECT_EQ(again, region);
   EXPECT_EQ(static_cast<char*>(again)[0],
             0);  // fresh zero pages after a decommit
@@ -203,16 +203,16 @@ TEST(FaultInjectingSubAllocatorTest, FailsChosenCallsAndCounts) {
       std::make_unique<SimulatedSubAllocator>(64 * kMiB));
   faulty.FailAllocCall(2);
   size_t received = 0;
-  void* first = faulty.Alloc(256, kMiB, &received);
+  void* first = faulty.Alloc(kMiB, 256, &received);
   EXPECT_NE(first, nullptr);
-  EXPECT_EQ(faulty.Alloc(256, kMiB, &received), nullptr);
+  EXPECT_EQ(faulty.Alloc(kMiB, 256, &received), nullptr);
   EXPECT_EQ(received, 0u);
-  void* third = faulty.Alloc(256, kMiB, &received);
+  void* third = faulty.Alloc(kMiB, 256, &received);
   EXPECT_NE(third, nullptr);
   faulty.SetFailAlways(true);
   EXPECT_EQ(faulty.Alloc(256, 256, &received), nullptr);
   faulty.SetFailAlways(false);
-  EXPECT_EQ(faulty.Alloc(256, 128 * kMiB, &received),
+  EXPECT_EQ(faulty.Alloc(128 * kMiB, 256, &received),
             nullptr);  // a real failure
   EXPECT_EQ(faulty.alloc_calls(), 5);
   EXPECT_EQ(faulty.failed_allocs(), 3);
@@ -230,7 +230,7 @@ TEST(FaultInjectingSubAllocatorTest, HandsBackLessThanAsked) {
       std::make_unique<SimulatedSubAllocator>(64 * kMiB));
   faulty.SetShortfall(4096);
   size_t received = 0;
-  void* region = faulty.Alloc(256, kMiB, &received);
+  void* region = faulty.Alloc(kMiB, 256, &received);
   ASSERT_NE(region, nullptr);
   EXPECT_EQ(received, kMiB - 4096);
   EXPECT_EQ(faulty.live_bytes(), kMiB - 4096);

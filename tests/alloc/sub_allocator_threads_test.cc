@@ -28,7 +28,7 @@ std::vector<std::pair<uintptr_t, size_t>> Hammer(SubAllocator& upstream,
       std::vector<std::pair<void*, size_t>> held;
       for (int i = 0; i < 2000; ++i) {
         size_t received = 0;
-        void* region = upstream.Alloc(256, 4096 * (1 + (i + t) % 7), &received);
+        void* region = upstream.Alloc(4096 * (1 + (i + t) % 7), 256, &received);
         if (region != nullptr) {
           if (touch) {
             static_cast<char*>(region)[0] = 1;

@@ -100,13 +100,13 @@ TEST_F(CudaSubAllocatorTest, CudaMallocRunsOutAndReportsBadFrees) {
   CudaMallocSubAllocator cuda(driver_, CudaSubAllocatorParams{});
   EXPECT_EQ(cuda.GetMemoryKind(), MemoryKind::kDevice);
   size_t received = 0;
-  void* most = cuda.Alloc(256, 900 * kMiB, &received);
+  void* most = cuda.Alloc(900 * kMiB, 256, &received);
   ASSERT_NE(most, nullptr);
   EXPECT_EQ(fake_cuda_device_used(0), 900 * kMiB);
-  EXPECT_EQ(cuda.Alloc(256, 200 * kMiB, &received), nullptr);
+  EXPECT_EQ(cuda.Alloc(200 * kMiB, 256, &received), nullptr);
   EXPECT_EQ(cuda.last_error().message(),
             "cuMemAlloc(200 MiB, device 0): CUDA_ERROR_OUT_OF_MEMORY");
-  EXPECT_EQ(cuda.Alloc(512, 4096, &received), nullptr);  // beyond 256
+  EXPECT_EQ(cuda.Alloc(4096, 512, &received), nullptr);  // beyond 256
   cuda.Free(most, 900 * kMiB);
   cuda.Free(most, 900 * kMiB);  // twice: the driver refuses, we count
   EXPECT_EQ(cuda.failed_frees(), 1);
@@ -121,9 +121,9 @@ TEST_F(CudaSubAllocatorTest, CudaHostIsPinnedAndLimited) {
   CudaHostSubAllocator pinned(driver_, CudaSubAllocatorParams{});
   EXPECT_EQ(pinned.GetMemoryKind(), MemoryKind::kHostPinned);
   size_t received = 0;
-  void* block = pinned.Alloc(4096, 6 * kMiB, &received);
+  void* block = pinned.Alloc(6 * kMiB, 4096, &received);
   ASSERT_NE(block, nullptr);
-  EXPECT_EQ(pinned.Alloc(0, 4 * kMiB, &received), nullptr);
+  EXPECT_EQ(pinned.Alloc(4 * kMiB, 0, &received), nullptr);
   EXPECT_THAT(std::string(pinned.last_error().message()),
               HasSubstr("cuMemHostAlloc(4 MiB, device 0)"));
   pinned.Free(block, 6 * kMiB);
@@ -138,8 +138,8 @@ TEST_F(CudaSubAllocatorTest, CudaAsyncKeepsItsThresholdAndTrims) {
   auto pool = CudaAsyncSubAllocator::Create(params);
   ASSERT_TRUE(pool.ok()) << pool.status();
   size_t received = 0;
-  void* a = (*pool)->Alloc(256, 6 * kMiB, &received);
-  void* b = (*pool)->Alloc(256, 3 * kMiB, &received);
+  void* a = (*pool)->Alloc(6 * kMiB, 256, &received);
+  void* b = (*pool)->Alloc(3 * kMiB, 256, &received);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(*(*pool)->UsedBytes(), 9 * kMiB);
   EXPECT_EQ(*(*pool)->ReservedBytes(), 10 * kMiB);  // 2 MiB steps

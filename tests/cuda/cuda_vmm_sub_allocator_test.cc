@@ -37,9 +37,9 @@ TEST_F(CudaVmmTest, GrowsContiguouslyInGranules) {
   ASSERT_NE(vmm, nullptr);
   const uint64_t granule = vmm->granularity();
   size_t first_size = 0, second_size = 0, third_size = 0;
-  char* first = static_cast<char*>(vmm->Alloc(256, granule, &first_size));
-  char* second = static_cast<char*>(vmm->Alloc(256, 1000, &second_size));
-  char* third = static_cast<char*>(vmm->Alloc(256, 3 * granule, &third_size));
+  char* first = static_cast<char*>(vmm->Alloc(granule, 256, &first_size));
+  char* second = static_cast<char*>(vmm->Alloc(1000, 256, &second_size));
+  char* third = static_cast<char*>(vmm->Alloc(3 * granule, 256, &third_size));
   ASSERT_NE(third, nullptr);
   EXPECT_EQ(first, vmm->BaseAddress());
   EXPECT_EQ(second, first + first_size);
@@ -54,7 +54,7 @@ TEST_F(CudaVmmTest, GrowsContiguouslyInGranules) {
   // A hole below does not break contiguity at the top.
   vmm->Free(second, second_size);
   size_t fourth_size = 0;
-  char* fourth = static_cast<char*>(vmm->Alloc(256, granule, &fourth_size));
+  char* fourth = static_cast<char*>(vmm->Alloc(granule, 256, &fourth_size));
   EXPECT_EQ(fourth, third + third_size);
   if (OnFakeDriver()) {
     EXPECT_EQ(fake_cuda_device_used(0), 5 * granule);
@@ -64,7 +64,7 @@ TEST_F(CudaVmmTest, GrowsContiguouslyInGranules) {
 TEST_F(CudaVmmTest, FreeReturnsMemoryAndRejectsStrangers) {
   auto vmm = Create(64 * kMiB);
   size_t received = 0;
-  void* region = vmm->Alloc(256, 4 * kMiB, &received);
+  void* region = vmm->Alloc(4 * kMiB, 256, &received);
   ASSERT_NE(region, nullptr);
   vmm->Free(region, received / 2);  // wrong size: refused, region kept
   EXPECT_EQ(vmm->failed_frees(), 1);
@@ -76,16 +76,16 @@ TEST_F(CudaVmmTest, FreeReturnsMemoryAndRejectsStrangers) {
   if (OnFakeDriver()) {
     EXPECT_EQ(fake_cuda_device_used(0), 0u);
   }
-  EXPECT_EQ(vmm->Alloc(256, 4 * kMiB, &received), region);  // reused
+  EXPECT_EQ(vmm->Alloc(4 * kMiB, 256, &received), region);  // reused
   vmm->Free(region, received);
 }
 
 TEST_F(CudaVmmTest, RunsOutOfReservationWithAClearError) {
   auto vmm = Create(8 * kMiB);
   size_t received = 0;
-  void* all = vmm->Alloc(256, 8 * kMiB, &received);
+  void* all = vmm->Alloc(8 * kMiB, 256, &received);
   ASSERT_NE(all, nullptr);
-  EXPECT_EQ(vmm->Alloc(256, 1, &received), nullptr);
+  EXPECT_EQ(vmm->Alloc(1, 256, &received), nullptr);
   EXPECT_THAT(std::string(vmm->last_error().message()),
               HasSubstr("do not fit in the reserved 8 MiB"));
   vmm->Free(all, 8 * kMiB);
@@ -95,13 +95,13 @@ TEST_F(CudaVmmTest, RunsOutOfDeviceMemory) {
   TENSORMEM_FAKE_DRIVER_ONLY();
   auto vmm = Create(0);
   size_t received = 0;
-  void* most = vmm->Alloc(256, kDeviceMemory - 2 * kMiB, &received);
+  void* most = vmm->Alloc(kDeviceMemory - 2 * kMiB, 256, &received);
   ASSERT_NE(most, nullptr);
-  EXPECT_EQ(vmm->Alloc(256, 4 * kMiB, &received), nullptr);
+  EXPECT_EQ(vmm->Alloc(4 * kMiB, 256, &received), nullptr);
   EXPECT_EQ(vmm->last_error().message(),
             "cuMemCreate(4 MiB, device 0): CUDA_ERROR_OUT_OF_MEMORY");
   // The range was given back: what still fits goes right after `most`.
-  void* last = vmm->Alloc(256, 2 * kMiB, &received);
+  void* last = vmm->Alloc(2 * kMiB, 256, &received);
   EXPECT_EQ(last, static_cast<char*>(most) + kDeviceMemory - 2 * kMiB);
   vmm->Free(last, 2 * kMiB);
   vmm->Free(most, kDeviceMemory - 2 * kMiB);
@@ -116,10 +116,10 @@ TEST_F(CudaVmmTest, UndoesEveryStepOnFailure) {
     auto vmm = Create(64 * kMiB);
     fake_cuda_fail_call(failing, 1, CUDA_ERROR_INVALID_VALUE);
     size_t received = 0;
-    EXPECT_EQ(vmm->Alloc(256, 2 * kMiB, &received), nullptr);
+    EXPECT_EQ(vmm->Alloc(2 * kMiB, 256, &received), nullptr);
     EXPECT_THAT(std::string(vmm->last_error().message()), HasSubstr(failing));
     EXPECT_EQ(fake_cuda_device_used(0), 0u);
-    void* retry = vmm->Alloc(256, 2 * kMiB, &received);
+    void* retry = vmm->Alloc(2 * kMiB, 256, &received);
     EXPECT_EQ(retry, vmm->BaseAddress());
     vmm->Free(retry, received);
   }
@@ -134,7 +134,7 @@ TEST_F(CudaVmmTest, GivesAccessToEveryDeviceAsked) {
   ASSERT_TRUE(vmm.ok());
   fake_cuda_clear_call_log();
   size_t received = 0;
-  void* region = (*vmm)->Alloc(256, 2 * kMiB, &received);
+  void* region = (*vmm)->Alloc(2 * kMiB, 256, &received);
   ASSERT_NE(region, nullptr);
   EXPECT_THAT(std::string(fake_cuda_call_log()),
               HasSubstr("cuMemSetAccess size=2097152 devices=2 -> "
@@ -142,7 +142,7 @@ TEST_F(CudaVmmTest, GivesAccessToEveryDeviceAsked) {
   params.access_devices = {0, 5};
   auto bad = CudaVmmSubAllocator::Create(params);
   ASSERT_TRUE(bad.ok());
-  EXPECT_EQ((*bad)->Alloc(256, 2 * kMiB, &received), nullptr);
+  EXPECT_EQ((*bad)->Alloc(2 * kMiB, 256, &received), nullptr);
   EXPECT_THAT(std::string((*bad)->last_error().message()),
               HasSubstr("CUDA_ERROR_INVALID_DEVICE"));
 }
@@ -152,8 +152,8 @@ TEST_F(CudaVmmTest, DestructionReleasesHandlesThenTheReservation) {
   {
     auto vmm = Create(64 * kMiB);
     size_t received = 0;
-    ASSERT_NE(vmm->Alloc(256, 2 * kMiB, &received), nullptr);
-    ASSERT_NE(vmm->Alloc(256, 6 * kMiB, &received), nullptr);
+    ASSERT_NE(vmm->Alloc(2 * kMiB, 256, &received), nullptr);
+    ASSERT_NE(vmm->Alloc(6 * kMiB, 256, &received), nullptr);
     fake_cuda_clear_call_log();
   }
   const std::string log = fake_cuda_call_log();

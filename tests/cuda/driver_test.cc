@@ -55,7 +55,7 @@ TEST_F(DriverTest, ErrorsNameTheCallAndTheCudaError) {
   auto vmm = CudaVmmSubAllocator::Create(params);
   ASSERT_TRUE(vmm.ok()) << vmm.status();
   size_t received = 0;
-  EXPECT_EQ((*vmm)->Alloc(256, 2 * kMiB, &received), nullptr);
+  EXPECT_EQ((*vmm)->Alloc(2 * kMiB, 256, &received), nullptr);
   EXPECT_EQ((*vmm)->last_error().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ((*vmm)->last_error().message(),
             "cuMemCreate(2 MiB, device 0): CUDA_ERROR_OUT_OF_MEMORY");

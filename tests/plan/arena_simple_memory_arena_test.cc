@@ -26,14 +26,14 @@ ArenaAlloc Must(absl::StatusOr<ArenaAlloc> alloc) {
 
 TEST(QueueArenaTest, BasicArenaOperationsReuseTheTightestGap) {
   SimpleMemoryArena arena = QueueArena();
-  ArenaAlloc a0 = Must(arena.Allocate(32, 2047));
-  ArenaAlloc a1 = Must(arena.Allocate(32, 2047));
-  ArenaAlloc a2 = Must(arena.Allocate(32, 2047));
+  ArenaAlloc a0 = Must(arena.Allocate(2047, 32));
+  ArenaAlloc a1 = Must(arena.Allocate(2047, 32));
+  ArenaAlloc a2 = Must(arena.Allocate(2047, 32));
   ASSERT_TRUE(arena.Deallocate(a0).ok());
-  ArenaAlloc a3 = Must(arena.Allocate(32, 1023));
-  ArenaAlloc a4 = Must(arena.Allocate(32, 2047));
+  ArenaAlloc a3 = Must(arena.Allocate(1023, 32));
+  ArenaAlloc a4 = Must(arena.Allocate(2047, 32));
   ASSERT_TRUE(arena.Deallocate(a1).ok());
-  ArenaAlloc a5 = Must(arena.Allocate(32, 1023));
+  ArenaAlloc a5 = Must(arena.Allocate(1023, 32));
   EXPECT_EQ(a0.offset, 0);
   EXPECT_EQ(a1.offset, 2048);
   EXPECT_EQ(a2.offset, 4096);
@@ -45,7 +45,7 @@ TEST(QueueArenaTest, BasicArenaOperationsReuseTheTightestGap) {
 
 TEST(QueueArenaTest, ZeroSizeAllocationsPlanNothingAndResolveToNull) {
   SimpleMemoryArena arena = QueueArena();
-  ArenaAlloc zero = Must(arena.Allocate(32, 0));
+  ArenaAlloc zero = Must(arena.Allocate(0, 32));
   EXPECT_EQ(zero.offset, 0);
   EXPECT_EQ(zero.size, 0);
   EXPECT_TRUE(arena.Deallocate(zero).ok());
@@ -58,12 +58,12 @@ TEST(QueueArenaTest, ZeroSizeAllocationsPlanNothingAndResolveToNull) {
 
 TEST(QueueArenaTest, InterleavedZeroAlloc) {
   SimpleMemoryArena arena = QueueArena();
-  ArenaAlloc a0 = Must(arena.Allocate(32, 2047));
-  ArenaAlloc a1 = Must(arena.Allocate(32, 0));
-  ArenaAlloc a2 = Must(arena.Allocate(32, 1023));
+  ArenaAlloc a0 = Must(arena.Allocate(2047, 32));
+  ArenaAlloc a1 = Must(arena.Allocate(0, 32));
+  ArenaAlloc a2 = Must(arena.Allocate(1023, 32));
   ASSERT_TRUE(arena.Deallocate(a1).ok());
   ASSERT_TRUE(arena.Deallocate(a2).ok());
-  ArenaAlloc a3 = Must(arena.Allocate(32, 2047));
+  ArenaAlloc a3 = Must(arena.Allocate(2047, 32));
   EXPECT_EQ(a0.offset, 0);
   EXPECT_EQ(a1.offset, 0);
   EXPECT_EQ(a2.offset, 2048);
@@ -73,9 +73,9 @@ TEST(QueueArenaTest, InterleavedZeroAlloc) {
 TEST(QueueArenaTest, ClearKeepsTheBufferAndItOnlyGrows) {
   SimpleMemoryArena arena = QueueArena();
   for (size_t size : {2047, 1023, 4095}) {
-    ArenaAlloc a = Must(arena.Allocate(32, size));
-    ArenaAlloc b = Must(arena.Allocate(32, size));
-    ArenaAlloc c = Must(arena.Allocate(32, size));
+    ArenaAlloc a = Must(arena.Allocate(size, 32));
+    ArenaAlloc b = Must(arena.Allocate(size, 32));
+    ArenaAlloc c = Must(arena.Allocate(size, 32));
     EXPECT_EQ(a.offset, 0);
     EXPECT_EQ(b.offset, size + 1);
     EXPECT_EQ(c.offset, 2 * (size + 1));
@@ -97,7 +97,7 @@ TEST(GreedyArenaTest, BasicArenaOperationsUseUsageIntervals) {
                                                       {1023, 4, 4, 6},
                                                       {1023, 5, 6, 6}}) {
     offsets.push_back(
-        Must(arena.Allocate(32, size, tensor, first, last)).offset);
+        Must(arena.Allocate(size, 32, tensor, first, last)).offset);
   }
   EXPECT_EQ(offsets, (std::vector<size_t>{0, 2048, 4096, 0, 6144, 2048}));
   EXPECT_EQ(arena.high_water_mark(), 7167);
@@ -105,7 +105,7 @@ TEST(GreedyArenaTest, BasicArenaOperationsUseUsageIntervals) {
 
 TEST(GreedyArenaTest, ZeroAllocCommitsWithoutABuffer) {
   SimpleMemoryArena arena = GreedyArena();
-  ArenaAlloc zero = Must(arena.Allocate(32, 0, 0, 1, 2));
+  ArenaAlloc zero = Must(arena.Allocate(0, 32, 0, 1, 2));
   EXPECT_EQ(zero.offset, 0);
   EXPECT_EQ(zero.size, 0);
   absl::StatusOr<bool> moved = arena.Commit();
@@ -117,18 +117,18 @@ TEST(GreedyArenaTest, ZeroAllocCommitsWithoutABuffer) {
 
 TEST(GreedyArenaTest, InterleavedZeroAlloc) {
   SimpleMemoryArena arena = GreedyArena();
-  EXPECT_EQ(Must(arena.Allocate(32, 2047, 0, 0, 4)).offset, 0);
-  EXPECT_EQ(Must(arena.Allocate(32, 0, 1, 1, 2)).offset, 0);
-  EXPECT_EQ(Must(arena.Allocate(32, 1023, 2, 1, 2)).offset, 2048);
-  EXPECT_EQ(Must(arena.Allocate(32, 2047, 3, 3, 4)).offset, 2048);
+  EXPECT_EQ(Must(arena.Allocate(2047, 32, 0, 0, 4)).offset, 0);
+  EXPECT_EQ(Must(arena.Allocate(0, 32, 1, 1, 2)).offset, 0);
+  EXPECT_EQ(Must(arena.Allocate(1023, 32, 2, 1, 2)).offset, 2048);
+  EXPECT_EQ(Must(arena.Allocate(2047, 32, 3, 3, 4)).offset, 2048);
 }
 
 TEST(GreedyArenaTest, ClearPlanReportsWhetherTheBufferMoved) {
   SimpleMemoryArena arena = GreedyArena();
   for (size_t size : {2047, 1023, 4095}) {
-    EXPECT_EQ(Must(arena.Allocate(32, size, 0, 0, 2)).offset, 0);
-    EXPECT_EQ(Must(arena.Allocate(32, size, 1, 1, 2)).offset, size + 1);
-    EXPECT_EQ(Must(arena.Allocate(32, size, 2, 1, 2)).offset, 2 * (size + 1));
+    EXPECT_EQ(Must(arena.Allocate(size, 32, 0, 0, 2)).offset, 0);
+    EXPECT_EQ(Must(arena.Allocate(size, 32, 1, 1, 2)).offset, size + 1);
+    EXPECT_EQ(Must(arena.Allocate(size, 32, 2, 1, 2)).offset, 2 * (size + 1));
     absl::StatusOr<bool> moved = arena.Commit();
     ASSERT_TRUE(moved.ok());
     EXPECT_EQ(*moved, size != 1023) << size;
@@ -139,8 +139,8 @@ TEST(GreedyArenaTest, ClearPlanReportsWhetherTheBufferMoved) {
 
 TEST(GreedyArenaTest, ReleaseBufferKeepsThePlan) {
   SimpleMemoryArena arena = GreedyArena();
-  ArenaAlloc a = Must(arena.Allocate(32, 2047, 0, 0, 2));
-  ArenaAlloc b = Must(arena.Allocate(32, 2047, 1, 1, 2));
+  ArenaAlloc a = Must(arena.Allocate(2047, 32, 0, 0, 2));
+  ArenaAlloc b = Must(arena.Allocate(2047, 32, 1, 1, 2));
   arena.ReleaseBuffer();  // nothing to release yet
   ASSERT_TRUE(*arena.Commit());
   EXPECT_NE(*arena.Resolve(a), nullptr);
@@ -162,16 +162,16 @@ TEST(ArenaQuirkTest, UnalignedFitMeasureDecidesBetweenGaps) {
        {ArenaGeneration::kQueue, ArenaGeneration::kGreedy}) {
     SimpleMemoryArena arena({.generation = generation});
     Must(arena.Allocate(1, 1, 0, 0, 10));
-    ArenaAlloc filler1 = Must(arena.Allocate(1, 127, 1, 0, 0));
-    Must(arena.Allocate(1, 872, 2, 0, 10));
-    ArenaAlloc filler2 = Must(arena.Allocate(1, 124, 3, 0, 0));
-    EXPECT_EQ(Must(arena.Allocate(1, 100, 4, 0, 10)).offset, 1124);
+    ArenaAlloc filler1 = Must(arena.Allocate(127, 1, 1, 0, 0));
+    Must(arena.Allocate(872, 1, 2, 0, 10));
+    ArenaAlloc filler2 = Must(arena.Allocate(124, 1, 3, 0, 0));
+    EXPECT_EQ(Must(arena.Allocate(100, 1, 4, 0, 10)).offset, 1124);
     if (generation == ArenaGeneration::kQueue) {
       ASSERT_TRUE(arena.Deallocate(filler1).ok());
       ASSERT_TRUE(arena.Deallocate(filler2).ok());
     }
     // Greedy: the fillers' lifetimes ([0, 0]) do not meet [5, 5].
-    EXPECT_EQ(Must(arena.Allocate(32, 64, 5, 5, 5)).offset, 1024);
+    EXPECT_EQ(Must(arena.Allocate(64, 32, 5, 5, 5)).offset, 1024);
   }
 }
 
@@ -179,7 +179,7 @@ TEST(ArenaMisuseTest, ResolvingBeforeCommitFails) {
   for (SimpleMemoryArena* arena : {new SimpleMemoryArena(QueueArena()),
                                    new SimpleMemoryArena(GreedyArena())}) {
     std::unique_ptr<SimpleMemoryArena> owner(arena);
-    ArenaAlloc a = Must(arena->Allocate(32, 100, 7, 0, 1));
+    ArenaAlloc a = Must(arena->Allocate(100, 32, 7, 0, 1));
     absl::StatusOr<char*> ptr = arena->Resolve(a);
     ASSERT_FALSE(ptr.ok());
     EXPECT_THAT(ptr.status().message(),
@@ -189,7 +189,7 @@ TEST(ArenaMisuseTest, ResolvingBeforeCommitFails) {
 
 TEST(ArenaMisuseTest, DeallocatingWhatWasNotAllocatedFails) {
   SimpleMemoryArena arena = QueueArena();
-  ArenaAlloc a = Must(arena.Allocate(32, 100, 3));
+  ArenaAlloc a = Must(arena.Allocate(100, 32, 3));
   ArenaAlloc wrong_size = a;
   wrong_size.size = 50;
   EXPECT_THAT(arena.Deallocate(wrong_size).message(),
@@ -207,12 +207,12 @@ TEST(ArenaMisuseTest, OverflowingSizesAreRefused) {
     SimpleMemoryArena arena({.generation = generation,
                              .callbacks = ReservedAddressSpaceCallbacks()});
     const size_t huge = std::numeric_limits<size_t>::max() / 2 + 1;
-    ASSERT_TRUE(arena.Allocate(64, huge, 0, 0, 5).ok());
-    absl::StatusOr<ArenaAlloc> second = arena.Allocate(64, huge, 1, 0, 5);
+    ASSERT_TRUE(arena.Allocate(huge, 64, 0, 0, 5).ok());
+    absl::StatusOr<ArenaAlloc> second = arena.Allocate(huge, 64, 1, 0, 5);
     ASSERT_FALSE(second.ok());
     EXPECT_EQ(second.status().code(), absl::StatusCode::kOutOfRange);
     absl::StatusOr<ArenaAlloc> near_max =
-        arena.Allocate(64, std::numeric_limits<size_t>::max(), 2, 0, 5);
+        arena.Allocate(std::numeric_limits<size_t>::max(), 64, 2, 0, 5);
     EXPECT_FALSE(near_max.ok());
     // The plan itself fits in 64 bits, the buffer does not: Commit refuses.
     EXPECT_FALSE(arena.Commit().ok());
@@ -221,14 +221,14 @@ TEST(ArenaMisuseTest, OverflowingSizesAreRefused) {
 
 TEST(ArenaMisuseTest, BadAlignmentsAreRefused) {
   SimpleMemoryArena arena = GreedyArena();
-  EXPECT_EQ(arena.Allocate(3, 10).status().code(),
+  EXPECT_EQ(arena.Allocate(10, 3).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(arena.Allocate(0, 10).status().code(),
+  EXPECT_EQ(arena.Allocate(10, 0).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(arena.Allocate(128, 10).status().message(),
+  EXPECT_THAT(arena.Allocate(10, 128).status().message(),
               HasSubstr("no larger than the arena alignment 64"));
   SimpleMemoryArena odd({.arena_alignment = 48});
-  EXPECT_FALSE(odd.Allocate(16, 10).ok());
+  EXPECT_FALSE(odd.Allocate(10, 16).ok());
   EXPECT_FALSE(odd.Commit().ok());
 }
 
@@ -252,11 +252,11 @@ TEST(ArenaCallbacksTest, CommitUsesTheCallbacksAndReportsFailure) {
   };
   {
     SimpleMemoryArena arena({.callbacks = counting});
-    ArenaAlloc a = Must(arena.Allocate(64, 1000, 0, 0, 0));
+    ArenaAlloc a = Must(arena.Allocate(1000, 64, 0, 0, 0));
     ASSERT_TRUE(arena.Commit().ok());
     char* p = *arena.Resolve(a);
     p[0] = 42;
-    Must(arena.Allocate(64, 20000, 1, 0, 0));
+    Must(arena.Allocate(20000, 64, 1, 0, 0));
     absl::StatusOr<bool> grown = arena.Commit();
     EXPECT_EQ(grown.status().code(), absl::StatusCode::kResourceExhausted);
     EXPECT_FALSE(arena.committed());
@@ -269,7 +269,7 @@ TEST(ArenaCallbacksTest, CommitUsesTheCallbacksAndReportsFailure) {
 
 TEST(ArenaCallbacksTest, MissingCallbacksAreAnErrorNotACrash) {
   SimpleMemoryArena arena({.callbacks = {}});
-  Must(arena.Allocate(64, 100, 0, 0, 0));
+  Must(arena.Allocate(100, 64, 0, 0, 0));
   EXPECT_EQ(arena.Commit().status().code(), absl::StatusCode::kInvalidArgument);
 }
 
@@ -282,7 +282,7 @@ TEST(ArenaCallbacksTest, ReservedAddressSpaceGivesAlignedPointersForHugePlans) {
   constexpr size_t kHuge = size_t{1} << 40;
 #endif
   SimpleMemoryArena arena({.callbacks = ReservedAddressSpaceCallbacks()});
-  ArenaAlloc a = Must(arena.Allocate(64, kHuge, 0, 0, 0));
+  ArenaAlloc a = Must(arena.Allocate(kHuge, 64, 0, 0, 0));
   ASSERT_TRUE(arena.Commit().ok());
   EXPECT_EQ(*arena.Resolve(a), arena.base());
   EXPECT_EQ(reinterpret_cast<uintptr_t>(arena.base()) % 64, 0);

@@ -93,6 +93,13 @@ TEST(PluginOptionsTest, JsonOverridesAndRejectsTypos) {
   absl::Status typo = ApplyOptionsJson(R"({"memory_limt": 1})", &options);
   ASSERT_FALSE(typo.ok());
   EXPECT_NE(typo.message().find("memory_limt"), std::string::npos);
+  EXPECT_NE(typo.message().find("also takes trace_path"), std::string::npos);
+  // A bad value of a known key says nothing about the plug-in's other keys.
+  absl::Status bad_limit =
+      ApplyOptionsJson(R"({"memory_limit": "lots"})", &options);
+  ASSERT_FALSE(bad_limit.ok());
+  EXPECT_NE(bad_limit.message().find("lots"), std::string::npos);
+  EXPECT_EQ(bad_limit.message().find("trace_path"), std::string::npos);
   EXPECT_FALSE(ApplyOptionsJson(R"({"allow_growth": "yes"})", &options).ok());
   EXPECT_FALSE(ApplyOptionsJson("[1, 2]", &options).ok());
   // Names are checked at once, not when the first allocation builds the

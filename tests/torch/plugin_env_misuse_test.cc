@@ -73,6 +73,8 @@ TEST(PluginEnvMisuseTest, HostileJsonOptionsAreRefusedAndChangeNothing) {
       R"({"sub_allocator": "nope"})",
       R"({"policy": "nope"})",
       R"({"policy": "pytorch", "sub_allocator": "simulated"})",
+      R"({"policy": "pytorch", "config": "expandable_segments:True",
+          "sub_allocator": "host"})",
       R"({"memory_limit": "1G", "coalescing": true})",
       R"({"trace_path": 7})",
       R"({"no_such_option": 1})",
@@ -127,7 +129,8 @@ TEST(PluginEnvMisuseTest, ExpandableSegmentsOverHostAreRefusedWhenRead) {
 
   PluginOptions json_options;
   const absl::Status status = ApplyOptionsJson(
-      R"({"policy": "pytorch", "config": "expandable_segments:True"})",
+      R"({"policy": "pytorch", "config": "expandable_segments:True",
+          "sub_allocator": "host"})",
       &json_options);
   EXPECT_THAT(std::string(status.message()), HasSubstr("config"));
   EXPECT_THAT(std::string(status.message()), HasSubstr("expandable_segments"));

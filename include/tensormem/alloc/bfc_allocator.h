@@ -15,7 +15,7 @@
 //   options.allow_growth = false;
 //   BfcAllocator allocator(std::make_unique<HostSubAllocator>(), 1 * kGiB,
 //                          options);
-//   void* p = allocator.AllocateRaw(/*alignment=*/256, 4096);
+//   void* p = allocator.Allocate(4096, /*alignment=*/256);
 //   if (p == nullptr) std::cerr << allocator.LastFailureReport();
 //   allocator.Deallocate(p);
 //   std::cout << allocator.RecordMemoryDump().ToText();
@@ -107,6 +107,8 @@ class BfcAllocator final : public Allocator {
 
   std::string Name() const override { return options_.name; }
 
+  // TensorFlow's entry point, in TensorFlow's (alignment, bytes) order for
+  // code ported from it; everything else takes the size first (Allocate).
   // A block of at least `bytes` bytes aligned to max(alignment, 256), or
   // nullptr when `bytes` is 0, the alignment is not a power of two, the size
   // overflows, or memory runs out (see LastFailureReport).
@@ -157,9 +159,9 @@ class BfcAllocator final : public Allocator {
   // failure handling; nullptr (nothing changed) sends the request on to
   // AllocateSlowly.
   void* AllocateFromIndex(size_t bytes, size_t alignment, int32_t stream);
-  void* AllocateSlowly(size_t alignment, size_t bytes,
+  void* AllocateSlowly(size_t bytes, size_t alignment,
                        const AllocationAttributes& attributes);
-  void* AttemptAllocation(size_t alignment, size_t bytes,
+  void* AttemptAllocation(size_t bytes, size_t alignment,
                           const AllocationAttributes& attributes,
                           bool log_failure);
   BfcAllocator(std::unique_ptr<SubAllocator> upstream, size_t memory_limit,

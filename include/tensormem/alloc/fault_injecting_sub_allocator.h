@@ -41,7 +41,7 @@ class FaultInjectingSubAllocator final : public SubAllocator {
   // name the reported size; the wrapped allocator gets back the real one.
   void SetShortfall(size_t shortfall) ABSL_LOCKS_EXCLUDED(mutex_);
 
-  void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override;
+  void* Alloc(size_t bytes, size_t alignment, size_t* bytes_received) override;
   // Frees of an unknown region or with a size other than the one reported
   // are counted in bad_frees() and not passed on.
   void Free(void* ptr, size_t bytes) override;

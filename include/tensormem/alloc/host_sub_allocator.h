@@ -5,7 +5,7 @@
 //
 //   auto upstream = std::make_unique<tensormem::HostSubAllocator>();
 //   size_t received = 0;
-//   void* region = upstream->Alloc(256, 2 * tensormem::kMiB, &received);
+//   void* region = upstream->Alloc(2 * tensormem::kMiB, 256, &received);
 //   ...
 //   upstream->Free(region, received);
 #ifndef TENSORMEM_ALLOC_HOST_SUB_ALLOCATOR_H_
@@ -27,7 +27,7 @@ class HostSubAllocator final : public SubAllocator {
 
   // Returns exactly `bytes` bytes (> 0) aligned to `alignment` (0 or a power
   // of two), or nullptr when the C library refuses or the arguments are bad.
-  void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override;
+  void* Alloc(size_t bytes, size_t alignment, size_t* bytes_received) override;
   void Free(void* ptr, size_t bytes) override;
   bool SupportsCoalescing() const override { return false; }
   MemoryKind GetMemoryKind() const override {

@@ -7,7 +7,8 @@
 //
 //   for (const PolicyInfo& info : Policies()) std::cout << info.name << "\n";
 //   absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy = CreatePolicy(
-//       "pytorch", {.memory_limit = 16 * kGiB}, "expandable_segments:True");
+//       "pytorch", {.memory_limit = 16 * kGiB, .upstream_coalesces = true},
+//       "expandable_segments:True");
 #ifndef TENSORMEM_ALLOC_POLICY_REGISTRY_H_
 #define TENSORMEM_ALLOC_POLICY_REGISTRY_H_
 

@@ -10,7 +10,7 @@
 //
 //   tensormem::SimulatedSubAllocator gpu(80 * tensormem::kGiB);
 //   size_t received = 0;
-//   void* region = gpu.Alloc(256, 2 * tensormem::kMiB, &received);
+//   void* region = gpu.Alloc(2 * tensormem::kMiB, 256, &received);
 //   uintptr_t offset = static_cast<char*>(region) -
 //                      static_cast<const char*>(gpu.BaseAddress());  // 0
 //   gpu.Free(region, received);
@@ -49,7 +49,7 @@ class SimulatedSubAllocator final : public SubAllocator {
 
   // Returns exactly `bytes` bytes (> 0) at the lowest free address aligned to
   // `alignment` (0 or a power of two), or nullptr when they do not fit.
-  void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override;
+  void* Alloc(size_t bytes, size_t alignment, size_t* bytes_received) override;
   // Returns a region. A pointer or size that does not match a live region is
   // reported on stderr, counted in misuse_count() and otherwise ignored.
   void Free(void* ptr, size_t bytes) override;

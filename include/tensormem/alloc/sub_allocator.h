@@ -9,7 +9,7 @@
 //
 //   auto upstream = std::make_unique<SimulatedSubAllocator>(80 * kGiB);
 //   size_t received = 0;
-//   void* region = upstream->Alloc(256, 2 * kMiB, &received);
+//   void* region = upstream->Alloc(2 * kMiB, 256, &received);
 #ifndef TENSORMEM_ALLOC_SUB_ALLOCATOR_H_
 #define TENSORMEM_ALLOC_SUB_ALLOCATOR_H_
 
@@ -44,7 +44,7 @@ class SubAllocator {
 
   // Returns a region of *bytes_received >= bytes bytes aligned to `alignment`,
   // or nullptr (and *bytes_received = 0) when it cannot.
-  virtual void* Alloc(size_t alignment, size_t bytes,
+  virtual void* Alloc(size_t bytes, size_t alignment,
                       size_t* bytes_received) = 0;
   // Returns a region (the pointer and size that Alloc reported).
   virtual void Free(void* ptr, size_t bytes) = 0;

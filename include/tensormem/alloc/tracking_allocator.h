@@ -7,10 +7,11 @@
 // keeps itself alive, through shared ownership, until the last of its blocks
 // is freed, even when every other owner has let go of it.
 //
-//   std::shared_ptr<tensormem::TrackingAllocator> tracker =
-//       tensormem::TrackingAllocator::Create(bfc);
+//   BfcAllocator bfc(std::make_unique<SimulatedSubAllocator>(kGiB), kGiB);
+//   std::shared_ptr<TrackingAllocator> tracker =
+//       TrackingAllocator::Create(bfc);
 //   void* output = tracker->Allocate(4096);
-//   tensormem::TrackingSummary at_close = tracker->Close();
+//   TrackingSummary at_close = tracker->Close();
 //   Allocator* keep = tracker.get();
 //   tracker.reset();           // the tracker stays alive for `output`
 //   keep->Deallocate(output);  // counted, then the tracker goes away

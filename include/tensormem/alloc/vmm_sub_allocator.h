@@ -18,9 +18,9 @@
 //
 //   tensormem::VmmSubAllocator vmm(64 * tensormem::kGiB);
 //   size_t first_size = 0, second_size = 0;
-//   char* first = static_cast<char*>(vmm.Alloc(256, 2 << 20, &first_size));
+//   char* first = static_cast<char*>(vmm.Alloc(2 << 20, 256, &first_size));
 //   // Right after the first region: second == first + first_size.
-//   void* second = vmm.Alloc(256, 4 << 20, &second_size);
+//   void* second = vmm.Alloc(4 << 20, 256, &second_size);
 #ifndef TENSORMEM_ALLOC_VMM_SUB_ALLOCATOR_H_
 #define TENSORMEM_ALLOC_VMM_SUB_ALLOCATOR_H_
 
@@ -54,7 +54,7 @@ class VmmSubAllocator final : public SubAllocator {
   // Commits `bytes` (> 0) rounded up to whole pages, aligned to `alignment`
   // (0 or a power of two), at the top when it fits, else in the lowest hole.
   // nullptr when it fits nowhere or the kernel refuses to commit.
-  void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override;
+  void* Alloc(size_t bytes, size_t alignment, size_t* bytes_received) override;
   // Decommits a region. A pointer or size that does not match a live region
   // is reported on stderr, counted in misuse_count() and otherwise ignored.
   void Free(void* ptr, size_t bytes) override;

@@ -33,7 +33,7 @@ class CudaAsyncSubAllocator final : public CudaSubAllocatorBase {
   // Destroys the pool; regions still live keep their memory until freed.
   ~CudaAsyncSubAllocator() override;
 
-  void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override;
+  void* Alloc(size_t bytes, size_t alignment, size_t* bytes_received) override;
   void Free(void* ptr, size_t bytes) override;
   bool SupportsCoalescing() const override { return false; }
   MemoryKind GetMemoryKind() const override { return MemoryKind::kDevice; }

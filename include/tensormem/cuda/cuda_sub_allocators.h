@@ -109,7 +109,7 @@ class CudaMallocSubAllocator final : public CudaSubAllocatorBase {
                          const CudaSubAllocatorParams& params)
       : CudaSubAllocatorBase(driver, params) {}
   // nullptr for alignments above kAlignment.
-  void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override;
+  void* Alloc(size_t bytes, size_t alignment, size_t* bytes_received) override;
   void Free(void* ptr, size_t bytes) override;
   bool SupportsCoalescing() const override { return false; }
   MemoryKind GetMemoryKind() const override { return MemoryKind::kDevice; }
@@ -122,7 +122,7 @@ class CudaHostSubAllocator final : public CudaSubAllocatorBase {
   static constexpr size_t kAlignment = 4096;
   CudaHostSubAllocator(CudaDriver* driver, const CudaSubAllocatorParams& params)
       : CudaSubAllocatorBase(driver, params) {}
-  void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override;
+  void* Alloc(size_t bytes, size_t alignment, size_t* bytes_received) override;
   void Free(void* ptr, size_t bytes) override;
   bool SupportsCoalescing() const override { return false; }
   MemoryKind GetMemoryKind() const override { return MemoryKind::kHostPinned; }

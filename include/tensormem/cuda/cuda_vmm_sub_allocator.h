@@ -12,8 +12,8 @@
 //   absl::StatusOr<std::unique_ptr<CudaVmmSubAllocator>> vmm =
 //       CudaVmmSubAllocator::Create(params);  // reserves 2x device memory
 //   size_t got = 0;
-//   void* first = (*vmm)->Alloc(256, 2 << 20, &got);
-//   void* second = (*vmm)->Alloc(256, 4 << 20, &got);  // first + 2 MiB
+//   void* first = (*vmm)->Alloc(2 << 20, 256, &got);
+//   void* second = (*vmm)->Alloc(4 << 20, 256, &got);  // first + 2 MiB
 #ifndef TENSORMEM_CUDA_CUDA_VMM_SUB_ALLOCATOR_H_
 #define TENSORMEM_CUDA_CUDA_VMM_SUB_ALLOCATOR_H_
 
@@ -41,7 +41,7 @@ class CudaVmmSubAllocator final : public CudaSubAllocatorBase {
   ~CudaVmmSubAllocator() override;
 
   // `alignment` may be any power of two up to the granularity.
-  void* Alloc(size_t alignment, size_t bytes, size_t* bytes_received) override;
+  void* Alloc(size_t bytes, size_t alignment, size_t* bytes_received) override;
   // Unmaps and releases the region Alloc returned at `ptr` (its size must
   // match); anything else is reported and counted in failed_frees().
   void Free(void* ptr, size_t bytes) override;

@@ -21,7 +21,7 @@
 //   for (const std::string& warning : options->warnings) LOG(warning);
 //   absl::StatusOr<GpuAllocators> allocators =
 //       CreateGpuAllocators(*options, /*driver=*/nullptr);
-//   void* p = allocators->devices[0]->AllocateRaw(256, 1 << 20);
+//   void* p = allocators->device_allocators[0]->Allocate(1 << 20);
 #ifndef TENSORMEM_CUDA_GPU_BFC_OPTIONS_H_
 #define TENSORMEM_CUDA_GPU_BFC_OPTIONS_H_
 

@@ -6,7 +6,8 @@
 // on which the strategy would take minutes (unless `allow_slow`), times the
 // run, proves the plan valid with the checker and computes the lower bound.
 //
-//   TM_ASSIGN_OR_RETURN(BufferSet set, ReadBufferSetCsv("model.csv"));
+//   const std::string path = "data/minimalloc/examples/input.12.csv";
+//   TM_ASSIGN_OR_RETURN(BufferSet set, ReadBufferSetCsv(path));
 //   PlanOptions options;
 //   options.alignment = 64;
 //   TM_ASSIGN_OR_RETURN(

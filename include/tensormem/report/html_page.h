@@ -7,7 +7,7 @@
 //   HtmlPage page("resnet50 plan");
 //   page.AddHeading("Summary");
 //   page.AddTable({"metric", "value"}, {{"peak live", "12.00MiB"}});
-//   page.AddPlacementChart(placed);          // see placement_chart.h
+//   page.AddPlacementChart(placed);  // a BufferSet with offsets
 //   std::string html = page.Render();
 #ifndef TENSORMEM_REPORT_HTML_PAGE_H_
 #define TENSORMEM_REPORT_HTML_PAGE_H_

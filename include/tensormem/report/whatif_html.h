@@ -5,7 +5,7 @@
 //   WhatIfOptions options;
 //   options.timeline_samples = 1000;
 //   TM_ASSIGN_OR_RETURN(WhatIfResult result,
-//                       RunWhatIf(trace, candidates, options));
+//                       RunWhatIf(prepared, candidates, options));
 //   TM_RETURN_IF_ERROR(WriteHtmlFile("whatif.html",
 //                                    RenderWhatIfHtml(result, "my run")));
 #ifndef TENSORMEM_REPORT_WHATIF_HTML_H_

@@ -176,13 +176,13 @@ absl::Status ArenaPlanner::PlaceGreedy(int first_node, int last_node,
     }
     absl::StatusOr<ArenaAlloc> alloc;
     if (tensors[t].type == AllocationType::kArenaRw) {
-      alloc = arena_.Allocate(options_.tensor_alignment, tensors[t].bytes, t,
+      alloc = arena_.Allocate(tensors[t].bytes, options_.tensor_alignment, t,
                               alloc_node_[t], dealloc_node_[t]);
     } else if (tensors[t].type == AllocationType::kArenaRwPersistent &&
                allocs_[t].size == 0) {
-      alloc = persistent_arena_.Allocate(options_.tensor_alignment,
-                                         tensors[t].bytes, t, alloc_node_[t],
-                                         kNodeNotAssigned);
+      alloc = persistent_arena_.Allocate(tensors[t].bytes,
+                                         options_.tensor_alignment, t,
+                                         alloc_node_[t], kNodeNotAssigned);
     } else {
       continue;
     }

@@ -61,7 +61,7 @@ absl::Status ArenaPlanner::PlaceQueueTensor(int tensor, int node) {
   const int32_t last =
       arena == &persistent_arena_ ? kNodeNotAssigned : dealloc_node_[tensor];
   absl::StatusOr<ArenaAlloc> alloc =
-      arena->Allocate(options_.tensor_alignment, t.bytes, tensor, node, last);
+      arena->Allocate(t.bytes, options_.tensor_alignment, tensor, node, last);
   if (!alloc.ok()) {
     return absl::Status(alloc.status().code(),
                         absl::StrFormat("tensor %d (%d bytes): %s", tensor,

@@ -37,8 +37,8 @@ absl::Status SimpleMemoryArena::CheckAlignment(size_t alignment) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<size_t> SimpleMemoryArena::QueueOffset(size_t alignment,
-                                                      size_t size) const {
+absl::StatusOr<size_t> SimpleMemoryArena::QueueOffset(size_t size,
+                                                      size_t alignment) const {
   // Default: on top of the highest block.
   const size_t top =
       allocs_.empty() ? 0 : allocs_.back().offset + allocs_.back().size;
@@ -60,7 +60,7 @@ absl::StatusOr<size_t> SimpleMemoryArena::QueueOffset(size_t alignment,
 }
 
 absl::StatusOr<size_t> SimpleMemoryArena::GreedyOffset(
-    size_t alignment, size_t size, int32_t first_node,
+    size_t size, size_t alignment, int32_t first_node,
     int32_t last_node) const {
   constexpr size_t kNone = std::numeric_limits<size_t>::max();
   size_t best = kNone;
@@ -88,8 +88,8 @@ absl::StatusOr<size_t> SimpleMemoryArena::GreedyOffset(
   return best;
 }
 
-absl::StatusOr<ArenaAlloc> SimpleMemoryArena::Allocate(size_t alignment,
-                                                       size_t size,
+absl::StatusOr<ArenaAlloc> SimpleMemoryArena::Allocate(size_t size,
+                                                       size_t alignment,
                                                        int32_t tensor,
                                                        int32_t first_node,
                                                        int32_t last_node) {
@@ -102,8 +102,8 @@ absl::StatusOr<ArenaAlloc> SimpleMemoryArena::Allocate(size_t alignment,
   if (size == 0) return alloc;
   absl::StatusOr<size_t> offset =
       options_.generation == ArenaGeneration::kQueue
-          ? QueueOffset(alignment, size)
-          : GreedyOffset(alignment, size, first_node, last_node);
+          ? QueueOffset(size, alignment)
+          : GreedyOffset(size, alignment, first_node, last_node);
   if (!offset.ok()) return offset.status();
   std::optional<uint64_t> end = CheckedAdd(*offset, size);
   if (!end) return OffsetOverflow(*offset, size);

@@ -19,9 +19,13 @@
 // Tensors of type kArenaRwPersistent get their own arena and are never
 // reused; kMmapRo and kDynamic tensors get no arena space (data untouched).
 //
-//   ArenaGraph graph = ...;  // must outlive the planner
+//   TM_ASSIGN_OR_RETURN(  // the graph must outlive the planner
+//       ArenaGraph graph,
+//       ReadArenaGraphJson("tests/data/arena/simple_graph.json"));
+//   const int num_nodes = static_cast<int>(graph.nodes.size());
 //   absl::StatusOr<std::unique_ptr<ArenaPlanner>> planner =
 //       ArenaPlanner::Create(&graph, {.planner = ArenaPlannerKind::kGreedy});
+//   TM_RETURN_IF_ERROR(planner.status());
 //   TM_RETURN_IF_ERROR((*planner)->PlanAllocations());
 //   TM_RETURN_IF_ERROR((*planner)->ExecuteAllocations(0, num_nodes - 1));
 //   // graph.tensors[i].data now points into the arena.

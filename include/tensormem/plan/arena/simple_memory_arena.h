@@ -17,7 +17,7 @@
 // it (a documented TFLite quirk, kept because it decides offsets).
 //
 //   SimpleMemoryArena arena({.generation = ArenaGeneration::kGreedy});
-//   absl::StatusOr<ArenaAlloc> a = arena.Allocate(/*alignment=*/32, 2047,
+//   absl::StatusOr<ArenaAlloc> a = arena.Allocate(2047, /*alignment=*/32,
 //                                                 /*tensor=*/0, 1, 3);
 //   absl::StatusOr<bool> moved = arena.Commit();
 //   absl::StatusOr<char*> ptr = arena.Resolve(*a);
@@ -65,7 +65,7 @@ class SimpleMemoryArena {
   // alignment) for `tensor`, used over [first_node, last_node] (the queue
   // generation records but ignores the interval). Size 0 gives {offset 0,
   // size 0} and plans nothing. Fails on bad alignment or offset overflow.
-  absl::StatusOr<ArenaAlloc> Allocate(size_t alignment, size_t size,
+  absl::StatusOr<ArenaAlloc> Allocate(size_t size, size_t alignment,
                                       int32_t tensor = -1,
                                       int32_t first_node = 0,
                                       int32_t last_node = kNodeNotAssigned);
@@ -112,8 +112,8 @@ class SimpleMemoryArena {
  private:
   absl::Status CheckAlignment(size_t alignment) const;
   // Offset of a new block of `size` per each generation's best-fit rule.
-  absl::StatusOr<size_t> QueueOffset(size_t alignment, size_t size) const;
-  absl::StatusOr<size_t> GreedyOffset(size_t alignment, size_t size,
+  absl::StatusOr<size_t> QueueOffset(size_t size, size_t alignment) const;
+  absl::StatusOr<size_t> GreedyOffset(size_t size, size_t alignment,
                                       int32_t first_node,
                                       int32_t last_node) const;
 
