@@ -195,7 +195,7 @@ TEST(BfcDecommit, OverVmmPagesComeBackUsable) {
 TEST(SubAllocatorDecommit, RefusesRangesThatAreNotCommittedMemory) {
   SimulatedSubAllocator upstream(64 * kMiB, /*coalescing=*/true);
   size_t received = 0;
-  char* region = static_cast<char*>(upstream.Alloc(256, 8 * kMiB, &received));
+  char* region = static_cast<char*>(upstream.Alloc(8 * kMiB, 256, &received));
   ASSERT_NE(region, nullptr);
   EXPECT_FALSE(upstream.Recommit(region, kMiB));  // not decommitted
   EXPECT_FALSE(upstream.Decommit(region + 7 * kMiB, 2 * kMiB));  // past the end
@@ -210,7 +210,7 @@ TEST(SubAllocatorDecommit, RefusesRangesThatAreNotCommittedMemory) {
   // Freeing the region forgets what was decommitted in it.
   upstream.Free(region, received);
   EXPECT_EQ(upstream.bytes_in_use(), 0u);
-  region = static_cast<char*>(upstream.Alloc(256, 8 * kMiB, &received));
+  region = static_cast<char*>(upstream.Alloc(8 * kMiB, 256, &received));
   ASSERT_NE(region, nullptr);
   EXPECT_TRUE(upstream.Decommit(region + kMiB, kMiB));
   EXPECT_EQ(upstream.misuse_count(), 4);
