@@ -47,7 +47,7 @@ sanitize:
 	@$(MAKE) --no-print-directory test PRESET=tsan
 
 fuzz-build: deps
-	@cmake --preset fuzz >/dev/null
+	@cmake --preset fuzz $(CMAKE_ARGS) >/dev/null
 	@cmake --build --preset fuzz
 
 fuzz: fuzz-build

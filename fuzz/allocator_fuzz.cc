@@ -163,9 +163,12 @@ void RunBfc(ByteReader& input) {
       } else if (kind == 1) {
         auto it = live.begin();
         std::advance(it, input.Below(live.size()));
+        // Inside the block's chunk: a byte past the requested size may be
+        // where the next block starts.
+        const size_t allocated = *allocator->AllocatedSize(it->second.block);
         CheckRefused(*allocator,
                      static_cast<char*>(it->second.block) + 1 +
-                         input.Below(it->second.requested),
+                         input.Below(allocated - 1),
                      "interior free");
       } else {
         CheckRefused(*allocator, reinterpret_cast<void*>(input.U64() | 1),
