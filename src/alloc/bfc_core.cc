@@ -83,10 +83,9 @@ void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
 void* BfcCore::GrowAndFind(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                            uint64_t freed_before, int pool) {
   if (decommit_granule_ > 0) {
-    DecommitFreeGranules(pool);
-    if (alignment == bfc::kMinAllocationSize) {
-      if (void* ptr = RecommitAndFind(bytes, rounded, freed_before, pool))
-        return ptr;
+    if (void* ptr =
+            ReuseDecommitted(bytes, rounded, alignment, freed_before, pool)) {
+      return ptr;
     }
   }
   bool relied_on_tail = false;

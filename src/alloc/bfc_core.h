@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "alloc/address_map.h"
 #include "alloc/fast_free_index.h"
@@ -229,10 +230,20 @@ class alignas(64) BfcCore {
   // bfc_decommit.cc
   // The granule in which free memory inside regions is decommitted (0: never).
   uint64_t ChooseDecommitGranule() const;
-  // Decommits the whole granules inside the pool's free chunks (but a
-  // region's last chunk, which growth extends).
-  void DecommitFreeGranules(int pool);
-  void DecommitInside(ChunkHandle handle);
+  // Before the pool grows: decommits free granules when growing would raise
+  // the pool's high-water mark, then recommits if that is cheaper than
+  // growing. nullptr when the request is left to growth.
+  void* ReuseDecommitted(uint64_t bytes, uint64_t rounded, uint64_t alignment,
+                         uint64_t freed_before, int pool);
+  // The bytes growth adds for `rounded` bytes: what the free tail lacks.
+  uint64_t ExtensionBytes(uint64_t rounded, int pool) const;
+  // Decommits whole granules inside the pool's free chunks (not a region's
+  // last chunk, which growth extends), the largest first, until at least
+  // `wanted` bytes went back or none are left.
+  void DecommitFreeGranules(int pool, uint64_t wanted);
+  // Decommits the whole granules inside free chunk `handle`; false when the
+  // upstream refused.
+  bool DecommitInside(ChunkHandle handle);
   // Recommits part of a decommitted chunk next to free memory when that makes
   // a fit for `rounded` bytes more cheaply than extending the free tail; then
   // allocates. nullptr when extending is cheaper or recommitting fails.
@@ -277,6 +288,8 @@ class alignas(64) BfcCore {
   const bool coalesce_regions_;
   const uint64_t tail_kept_below_;
   const uint64_t decommit_granule_;
+  uint64_t decommitted_bytes_ = 0;  // in decommitted chunks
+  absl::btree_set<ChunkHandle> decommitted_chunks_;
   const bool separates_streams_;
   const int pools_per_stream_;
   // Engine pool p belongs to stream streams_[p / pools_per_stream_] (only

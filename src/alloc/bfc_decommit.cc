@@ -26,30 +26,60 @@ uint64_t BfcCore::ChooseDecommitGranule() const {
   return granule % unit == 0 ? granule : 0;
 }
 
-void BfcCore::DecommitFreeGranules(int pool) {
-  const uint64_t granule = decommit_granule_;
-  std::vector<ChunkHandle> candidates;
-  for (const BfcRegion& region : map_.regions()) {
-    if (region.pool != static_cast<uint32_t>(pool)) continue;
-    for (ChunkHandle h = region.first_chunk; h != region.last_chunk;
-         h = map_.chunk(h).next) {
-      const BfcChunk& c = map_.chunk(h);
-      if (c.is_free() && c.freed_at_count == 0 &&
-          RoundUp(c.address, granule) + granule <=
-              RoundDown(c.end(), granule)) {
-        candidates.push_back(h);
-      }
-    }
-  }
-  // Splitting adds chunks, so the handles were collected first.
-  for (const ChunkHandle h : candidates) DecommitInside(h);
+uint64_t BfcCore::ExtensionBytes(uint64_t rounded, int pool) const {
+  const uint64_t tail = FreeTailBytes(pool);
+  return RoundUp(rounded > tail ? rounded - tail : 0, decommit_granule_);
 }
 
-void BfcCore::DecommitInside(ChunkHandle handle) {
+void* BfcCore::ReuseDecommitted(uint64_t bytes, uint64_t rounded,
+                                uint64_t alignment, uint64_t freed_before,
+                                int pool) {
+  // Decommitting costs upstream calls, and a decommitted hole is reused only
+  // through this slow path: give holes back only when growing would raise
+  // the pool's high-water mark, the figure decommitting is for.
+  const uint64_t after_growth =
+      stats_.pool_bytes + ExtensionBytes(rounded, pool);
+  if (after_growth > stats_.peak_pool_bytes)
+    DecommitFreeGranules(pool, after_growth - stats_.peak_pool_bytes);
+  if (decommitted_bytes_ == 0 || alignment != bfc::kMinAllocationSize)
+    return nullptr;
+  return RecommitAndFind(bytes, rounded, freed_before, pool);
+}
+
+void BfcCore::DecommitFreeGranules(int pool, uint64_t wanted) {
+  const uint64_t granule = decommit_granule_;
+  // (decommittable bytes, chunk), the largest first: the fewer holes go, the
+  // fewer later requests take the slow path to recommit them.
+  std::vector<std::pair<uint64_t, ChunkHandle>> candidates;
+  // Only a free chunk of a granule or more can hold a whole granule: the
+  // index visits just those (a filter that takes none sees them all).
+  BestFitWhere(pool, granule, [&](const FreeChunkKey& key) {
+    const BfcChunk& c = map_.chunk(key.handle);
+    const uint64_t begin = RoundUp(c.address, granule);
+    const uint64_t end = RoundDown(c.end(), granule);
+    if (c.freed_at_count == 0 && c.next != kInvalidChunk && begin < end)
+      candidates.emplace_back(end - begin, key.handle);
+    return false;
+  });
+  std::sort(
+      candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
+        if (a.first != b.first) return a.first > b.first;
+        return map_.chunk(a.second).address < map_.chunk(b.second).address;
+      });
+  // Splitting adds chunks, so the handles were collected first.
+  uint64_t released = 0;
+  for (const auto& [bytes, h] : candidates) {
+    if (released >= wanted) break;
+    if (DecommitInside(h)) released += bytes;
+  }
+}
+
+bool BfcCore::DecommitInside(ChunkHandle handle) {
   const BfcChunk& chunk = map_.chunk(handle);
   const uint64_t begin = RoundUp(chunk.address, decommit_granule_);
   const uint64_t end = RoundDown(chunk.end(), decommit_granule_);
-  if (!upstream_->Decommit(reinterpret_cast<void*>(begin), end - begin)) return;
+  if (!upstream_->Decommit(reinterpret_cast<void*>(begin), end - begin))
+    return false;
   RemoveFree(handle);
   ChunkHandle middle = handle;
   if (begin > map_.chunk(handle).address) {
@@ -61,14 +91,21 @@ void BfcCore::DecommitInside(ChunkHandle handle) {
   }
   map_.chunk(middle).allocation_id = BfcChunk::kDecommittedChunkId;
   stats_.pool_bytes -= end - begin;
+  decommitted_bytes_ += end - begin;
+  decommitted_chunks_.insert(middle);
   // Neighbouring decommitted chunks become one, so a recommit sees the
   // whole stretch.
   const ChunkHandle next = map_.chunk(middle).next;
-  if (next != kInvalidChunk && map_.chunk(next).decommitted())
+  if (next != kInvalidChunk && map_.chunk(next).decommitted()) {
+    decommitted_chunks_.erase(next);
     MergeOutOfLine(middle, next);
+  }
   const ChunkHandle prev = map_.chunk(middle).prev;
-  if (prev != kInvalidChunk && map_.chunk(prev).decommitted())
+  if (prev != kInvalidChunk && map_.chunk(prev).decommitted()) {
+    decommitted_chunks_.erase(middle);
     MergeOutOfLine(prev, middle);
+  }
+  return true;
 }
 
 uint64_t BfcCore::FreeBytesToMerge(ChunkHandle handle) const {
@@ -86,8 +123,14 @@ void BfcCore::ConsiderRecommits(ChunkHandle handle, uint64_t rounded,
     return RoundUp(rounded > have ? rounded - have : 0, decommit_granule_);
   };
   const auto consider = [&](uint64_t offset, uint64_t bytes) {
-    if (bytes > 0 && bytes <= chunk.size && (!best || bytes < best->bytes))
+    if (bytes == 0 || bytes > chunk.size) return;
+    // Ties go to the lowest address, whatever order the chunks come in.
+    const uint64_t address = chunk.address + offset;
+    if (!best || bytes < best->bytes ||
+        (bytes == best->bytes &&
+         address < map_.chunk(best->chunk).address + best->offset)) {
       best = RecommitChoice{handle, offset, bytes};
+    }
   };
   // Its low end (joining the free chunk below), its high end (joining the
   // one above), or all of it (joining both).
@@ -100,12 +143,9 @@ void BfcCore::ConsiderRecommits(ChunkHandle handle, uint64_t rounded,
 std::optional<BfcCore::RecommitChoice> BfcCore::CheapestRecommit(
     uint64_t rounded, int pool) const {
   std::optional<RecommitChoice> best;
-  for (const BfcRegion& region : map_.regions()) {
-    if (region.pool != static_cast<uint32_t>(pool)) continue;
-    for (ChunkHandle h = region.first_chunk; h != kInvalidChunk;
-         h = map_.chunk(h).next) {
-      if (map_.chunk(h).decommitted()) ConsiderRecommits(h, rounded, best);
-    }
+  for (const ChunkHandle h : decommitted_chunks_) {
+    if (map_.chunk(h).pool == static_cast<uint32_t>(pool))
+      ConsiderRecommits(h, rounded, best);
   }
   return best;
 }
@@ -118,25 +158,28 @@ void* BfcCore::RecommitAndFind(uint64_t bytes, uint64_t rounded,
                                 ? 0
                                 : config_.memory_limit - stats_.pool_bytes;
   if (best->bytes > headroom) return nullptr;
-  // Extending the free tail costs what it lacks, in granules; on a tie the
-  // recommit wins, reusing addresses instead of taking new ones.
-  const uint64_t tail = FreeTailBytes(pool);
-  const uint64_t extension =
-      RoundUp(rounded > tail ? rounded - tail : 0, decommit_granule_);
+  // On a tie the recommit wins, reusing addresses instead of taking new ones.
+  const uint64_t extension = ExtensionBytes(rounded, pool);
   if (extension < best->bytes && extension <= headroom) return nullptr;
   const uint64_t address = map_.chunk(best->chunk).address + best->offset;
   if (!upstream_->Recommit(reinterpret_cast<void*>(address), best->bytes))
     return nullptr;
   ChunkHandle part = best->chunk;
-  if (best->offset > 0) part = SplitChunkOutOfLine(best->chunk, best->offset);
+  if (best->offset > 0) {
+    part = SplitChunkOutOfLine(best->chunk, best->offset);
+  } else {
+    decommitted_chunks_.erase(part);
+  }
   if (map_.chunk(part).size > best->bytes) {
     const ChunkHandle rest = SplitChunkOutOfLine(part, best->bytes);
     map_.chunk(rest).allocation_id = BfcChunk::kDecommittedChunkId;
+    decommitted_chunks_.insert(rest);
   }
   BfcChunk& recommitted = map_.chunk(part);
   recommitted.allocation_id = BfcChunk::kFreeChunkId;
   recommitted.freed_at_count = 0;
   stats_.pool_bytes += best->bytes;
+  decommitted_bytes_ -= best->bytes;
   stats_.peak_pool_bytes = std::max(stats_.peak_pool_bytes, stats_.pool_bytes);
   InsertFree(TryToCoalesce(part, /*ignore_freed_at=*/false));
   return FindChunk(bytes, rounded, bfc::kMinAllocationSize, freed_before, pool);

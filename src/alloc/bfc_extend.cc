@@ -231,6 +231,8 @@ void BfcCore::DeallocateRegions(const std::vector<uint64_t>& region_starts) {
       // Decommitted memory is no longer counted in the pool.
       if (chunk.decommitted()) {
         stats_.pool_bytes += chunk.size;
+        decommitted_bytes_ -= chunk.size;
+        decommitted_chunks_.erase(h);
       } else {
         RemoveFree(h);
       }
