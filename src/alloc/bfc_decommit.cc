@@ -3,12 +3,14 @@
 //
 // With growth, best fit leaves holes that a later, larger request cannot use:
 // the pool grows past them and keeps them, so it ends well above peak live
-// bytes. Before the pool grows, the whole granules inside free chunks go back
-// to the upstream (their addresses stay, as a decommitted chunk), and growth
-// takes what costs fewer new bytes: extending the last region's free tail, or
-// recommitting part of a decommitted chunk next to free memory. The pool then
-// holds live bytes plus partial granules at the edges of holes. A GPU's virtual
-// memory management does this with physical pages mapped into a reservation.
+// bytes. When growing would raise the pool's high-water mark, whole granules
+// inside free chunks go back to the upstream first (their addresses stay, as
+// a decommitted chunk), the largest holes first and as many as keep the pool
+// at that mark; growth then takes what costs fewer new bytes: extending the
+// last region's free tail, or recommitting part of a decommitted chunk next
+// to free memory. The pool then holds live bytes plus partial granules at the
+// edges of holes. A GPU's virtual memory management does this with physical
+// pages mapped into a reservation.
 #include <algorithm>
 #include <vector>
 

@@ -118,10 +118,10 @@ class AllocationPolicy {
   // returned to the upstream and the request retried (garbage collection).
   virtual bool ReleasesFreeRegionsBeforeFailing() const { return false; }
   // Granule (a multiple of 256; 0: never) in which the memory of free chunks
-  // inside regions is given back to an upstream that can decommit, before the
-  // pool grows; growth then re-backs such a range when that costs less than
-  // extending the last region. The pool then follows live bytes down as well
-  // as up, instead of keeping every hole it ever had.
+  // inside regions is given back to an upstream that can decommit, when
+  // growing would raise the pool's high-water mark; growth then re-backs such
+  // a range when that costs less than extending the last region. The pool
+  // then follows live bytes instead of keeping every hole it ever had.
   virtual uint64_t DecommitGranule() const { return 0; }
   // Pool bytes above which free regions are returned before growing further
   // (0: never).
