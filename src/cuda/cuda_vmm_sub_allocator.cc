@@ -77,15 +77,14 @@ CudaVmmSubAllocator::CudaVmmSubAllocator(CudaDriver* driver,
 CudaVmmSubAllocator::~CudaVmmSubAllocator() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!MakeCurrent()) return;
-  for (const auto& [start, mapping] : live_) Unback(start, mapping);
+  for (const auto& [start, region] : regions_) Unback(start, region.size);
   const CUresult result = driver().api().cuMemAddressFree(base_, reserved_);
   if (result != CUDA_SUCCESS) {
     ReportFailedFree(result, OnDevice("cuMemAddressFree", reserved_, device()));
   }
 }
 
-bool CudaVmmSubAllocator::Back(uintptr_t start, uint64_t size,
-                               CUmemGenericAllocationHandle* out) {
+bool CudaVmmSubAllocator::MapNew(uintptr_t start, uint64_t size) {
   const CudaDriverApi& api = driver().api();
   const CUmemAllocationProp prop = DeviceMemoryProperties(device());
   CUmemGenericAllocationHandle handle = 0;
@@ -98,32 +97,56 @@ bool CudaVmmSubAllocator::Back(uintptr_t start, uint64_t size,
     api.cuMemRelease(handle);
     return false;
   }
+  mappings_[start] = Mapping{size, handle};
+  mapped_bytes_ += size;
+  return true;
+}
+
+bool CudaVmmSubAllocator::SetAccess(uintptr_t start, uint64_t size) {
   std::vector<CUmemAccessDesc> access(access_devices_.size());
   for (size_t i = 0; i < access.size(); ++i) {
     access[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     access[i].location.id = access_devices_[i];
     access[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   }
-  if (!Succeeded(api.cuMemSetAccess(start, size, access.data(), access.size()),
-                 [&] { return OnDevice("cuMemSetAccess", size, device()); })) {
-    api.cuMemUnmap(start, size);
-    api.cuMemRelease(handle);
+  return Succeeded(
+      driver().api().cuMemSetAccess(start, size, access.data(), access.size()),
+      [&] { return OnDevice("cuMemSetAccess", size, device()); });
+}
+
+bool CudaVmmSubAllocator::Back(uintptr_t start, uint64_t size,
+                               uint64_t handle_size) {
+  for (uint64_t offset = 0; offset < size; offset += handle_size) {
+    if (!MapNew(start + offset, handle_size)) {
+      Unback(start, offset);
+      return false;
+    }
+  }
+  if (!SetAccess(start, size)) {
+    Unback(start, size);
     return false;
   }
-  *out = handle;
   return true;
 }
 
-void CudaVmmSubAllocator::Unback(uintptr_t start, const Mapping& mapping) {
+void CudaVmmSubAllocator::Unback(uintptr_t start, uint64_t size) {
   const CudaDriverApi& api = driver().api();
-  CUresult result = api.cuMemUnmap(start, mapping.size);
-  if (result != CUDA_SUCCESS) {
-    ReportFailedFree(result, OnDevice("cuMemUnmap", mapping.size, device()));
-    return;  // a handle still mapped cannot be released
-  }
-  result = api.cuMemRelease(mapping.handle);
-  if (result != CUDA_SUCCESS) {
-    ReportFailedFree(result, OnDevice("cuMemRelease", mapping.size, device()));
+  auto it = mappings_.lower_bound(start);
+  while (it != mappings_.end() && it->first < start + size) {
+    const auto [at, mapping] = *it;
+    CUresult result = api.cuMemUnmap(at, mapping.size);
+    if (result != CUDA_SUCCESS) {
+      // A handle still mapped cannot be released: it stays, and leaks.
+      ReportFailedFree(result, OnDevice("cuMemUnmap", mapping.size, device()));
+    } else {
+      result = api.cuMemRelease(mapping.handle);
+      if (result != CUDA_SUCCESS) {
+        ReportFailedFree(result,
+                         OnDevice("cuMemRelease", mapping.size, device()));
+      }
+    }
+    mapped_bytes_ -= mapping.size;
+    it = mappings_.erase(it);
   }
 }
 
@@ -149,13 +172,13 @@ void* CudaVmmSubAllocator::Alloc(size_t bytes, size_t alignment,
     });
     return nullptr;
   }
-  CUmemGenericAllocationHandle handle = 0;
-  if (!MakeCurrent() || !Back(*start, *size, &handle)) {
+  const bool per_granule = *size / granularity_ <= kMaxGranuleHandles;
+  if (!MakeCurrent() ||
+      !Back(*start, *size, per_granule ? granularity_ : *size)) {
     free_ranges_->Release(*start, *size);
     return nullptr;
   }
-  live_[*start] = Mapping{*size, handle};
-  mapped_bytes_ += *size;
+  regions_[*start] = Region{*size, per_granule};
   *bytes_received = *size;
   void* region = reinterpret_cast<void*>(*start);
   VisitAlloc(region, device(), *size);
@@ -166,18 +189,69 @@ void CudaVmmSubAllocator::Free(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
-  auto found = live_.find(start);
-  if (found == live_.end() || found->second.size != bytes) {
+  auto found = regions_.find(start);
+  if (found == regions_.end() || found->second.size != bytes) {
     ReportFailedFree(CUDA_ERROR_INVALID_VALUE,
                      absl::StrCat("free of ", DescribeBytes(bytes),
                                   " at a region it did not hand out"));
     return;
   }
   VisitFree(ptr, device(), bytes);
-  if (MakeCurrent()) Unback(start, found->second);
+  if (MakeCurrent()) Unback(start, bytes);
   free_ranges_->Release(start, bytes);
-  mapped_bytes_ -= bytes;
-  live_.erase(found);
+  regions_.erase(found);
+}
+
+bool CudaVmmSubAllocator::CanChange(uintptr_t start, uint64_t size,
+                                    bool mapped) const {
+  if (size == 0 || start % granularity_ != 0 || size % granularity_ != 0) {
+    return false;
+  }
+  auto region = regions_.upper_bound(start);
+  if (region == regions_.begin()) return false;
+  --region;
+  const uint64_t region_end = region->first + region->second.size;
+  if (!region->second.handle_per_granule || start + size > region_end ||
+      start + size < start) {
+    return false;
+  }
+  for (uintptr_t at = start; at < start + size; at += granularity_) {
+    if (mappings_.contains(at) != mapped) return false;
+  }
+  return true;
+}
+
+void CudaVmmSubAllocator::ReportRefused(std::string_view call, uintptr_t start,
+                                        uint64_t size) {
+  ReportFailedFree(
+      CUDA_ERROR_INVALID_VALUE,
+      absl::StrCat(std::string(call), " of ", DescribeBytes(size),
+                   " at offset ", start - base_,
+                   ": not whole granules of one region with ",
+                   call == "decommit" ? "every granule mapped"
+                                      : "every granule decommitted"));
+}
+
+bool CudaVmmSubAllocator::Decommit(void* ptr, size_t bytes) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!CanChange(start, bytes, /*mapped=*/true)) {
+    ReportRefused("decommit", start, bytes);
+    return false;
+  }
+  if (!MakeCurrent()) return false;
+  Unback(start, bytes);
+  return true;
+}
+
+bool CudaVmmSubAllocator::Recommit(void* ptr, size_t bytes) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!CanChange(start, bytes, /*mapped=*/false)) {
+    ReportRefused("recommit", start, bytes);
+    return false;
+  }
+  return MakeCurrent() && Back(start, bytes, granularity_);
 }
 
 uint64_t CudaVmmSubAllocator::mapped_bytes() const {
@@ -187,7 +261,12 @@ uint64_t CudaVmmSubAllocator::mapped_bytes() const {
 
 size_t CudaVmmSubAllocator::handle_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return live_.size();
+  return mappings_.size();
+}
+
+size_t CudaVmmSubAllocator::region_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return regions_.size();
 }
 
 }  // namespace tensormem

@@ -1,11 +1,14 @@
 // The BFC allocator on cuda-vmm: the pool grows as one contiguous region,
-// shrinks from its end on garbage collection, and leaves no handle behind.
+// shrinks from its end on garbage collection, gives holes back under the
+// `tight` policy, and leaves no handle behind.
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "cuda/cuda_test_env.h"
 #include "gmock/gmock.h"
 #include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/alloc/policy_registry.h"
 #include "tensormem/cuda/cuda_vmm_sub_allocator.h"
 
 namespace tensormem {
@@ -39,7 +42,7 @@ TEST_F(BfcOnCudaVmmTest, GrowthStaysOneContiguousRegion) {
     blocks.push_back(bfc->AllocateRaw(256, bytes));
     ASSERT_NE(blocks.back(), nullptr);
   }
-  EXPECT_GT(vmm_->handle_count(), 1u);  // grown several times...
+  EXPECT_GT(vmm_->region_count(), 1u);  // grown several times...
   EXPECT_EQ(bfc->RecordMemoryDump().regions.size(), 1u);  // ...as one region
   EXPECT_EQ(bfc->GetStats()->pool_bytes, vmm_->mapped_bytes());
   ASSERT_TRUE(bfc->CheckInvariants().ok());
@@ -59,13 +62,13 @@ TEST_F(BfcOnCudaVmmTest, GarbageCollectionShrinksFromTheEnd) {
     high.push_back(bfc->AllocateRaw(256, bytes));
   }
   const uint64_t grown = vmm_->mapped_bytes();
-  const size_t handles = vmm_->handle_count();
+  const size_t regions = vmm_->region_count();
   for (void* block : high) bfc->Deallocate(block);
   // `low` keeps the first piece; every piece after it is free.
   ASSERT_TRUE(bfc->ReleaseFreeRegions());
   EXPECT_LT(vmm_->mapped_bytes(), grown);
-  EXPECT_EQ(vmm_->handle_count(), 1u);
-  EXPECT_LT(vmm_->handle_count(), handles);
+  EXPECT_EQ(vmm_->region_count(), 1u);
+  EXPECT_LT(vmm_->region_count(), regions);
   EXPECT_EQ(bfc->GetStats()->pool_bytes, vmm_->mapped_bytes());
   if (OnFakeDriver()) {
     EXPECT_EQ(fake_cuda_device_used(0), vmm_->mapped_bytes());
@@ -91,17 +94,67 @@ TEST_F(BfcOnCudaVmmTest, GarbageCollectionOnFailureFreesTheTail) {
   void* a = bfc->AllocateRaw(256, 100 * kMiB);
   void* b = bfc->AllocateRaw(256, 200 * kMiB);
   ASSERT_NE(b, nullptr);
-  ASSERT_EQ(vmm_->handle_count(), 3u);
+  ASSERT_EQ(vmm_->region_count(), 3u);
   bfc->Deallocate(a);
   bfc->Deallocate(b);
   void* big = bfc->AllocateRaw(256, 700 * kMiB);
   ASSERT_NE(big, nullptr) << bfc->LastFailureReport();
-  EXPECT_EQ(fake_cuda_call_count("cuMemRelease"), 2);
+  // The two free pieces went back: one handle per granule.
+  EXPECT_EQ(fake_cuda_call_count("cuMemRelease"),
+            static_cast<int>((128 + 256) * kMiB / vmm_->granularity()));
   EXPECT_EQ(big, static_cast<char*>(keep) + 64 * kMiB);  // still contiguous
   EXPECT_EQ(bfc->RecordMemoryDump().regions.size(), 1u);
   ASSERT_TRUE(bfc->CheckInvariants().ok());
   bfc->Deallocate(big);
   bfc->Deallocate(keep);
+}
+
+// The `tight` policy gives a hole back to the device before the pool grows,
+// as over the simulated upstream (tests/alloc/bfc_decommit_test.cc).
+TEST_F(BfcOnCudaVmmTest, TightPolicyGivesHolesBackToTheDevice) {
+  CudaSubAllocatorParams params;
+  params.reserve_bytes = 256 * kMiB;
+  auto vmm = CudaVmmSubAllocator::Create(params);
+  ASSERT_TRUE(vmm.ok()) << vmm.status();
+  vmm_ = vmm->get();
+  PolicyEnvironment environment;
+  environment.memory_limit = 256 * kMiB;
+  environment.allow_growth = true;
+  environment.upstream_coalesces = true;
+  auto policy = CreatePolicy("tight", environment, "");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  BfcAllocator::Options options;
+  options.log_failures = false;
+  BfcAllocator bfc(*std::move(vmm), 256 * kMiB, options, *std::move(policy));
+
+  // 4 MiB then 2 MiB, the 4 MiB freed: a 6 MiB request finds a 4 MiB hole.
+  void* first = bfc.Allocate(4 * kMiB);
+  void* second = bfc.Allocate(2 * kMiB);
+  bfc.Deallocate(first);
+  char* third = static_cast<char*>(bfc.Allocate(6 * kMiB));
+  ASSERT_NE(third, nullptr);
+  // The hole's two granules went back to the driver: 2 + 6 MiB mapped where
+  // keeping the hole would have made 12 MiB.
+  EXPECT_EQ(bfc.GetStats()->peak_pool_bytes, 8 * kMiB);
+  EXPECT_EQ(vmm_->mapped_bytes(), 8 * kMiB);
+  EXPECT_EQ(bfc.GetStats()->pool_bytes, vmm_->mapped_bytes());
+  if (OnFakeDriver()) {
+    EXPECT_EQ(fake_cuda_device_used(0), 8 * kMiB);
+    std::memset(third, 6, 6 * kMiB);  // what the pool holds is mapped
+  }
+  ASSERT_TRUE(bfc.CheckInvariants().ok()) << bfc.CheckInvariants();
+
+  // A 4 MiB request is served from the decommitted hole, at its old
+  // addresses, by backing it again instead of extending the region.
+  char* fourth = static_cast<char*>(bfc.Allocate(4 * kMiB));
+  EXPECT_EQ(fourth, first);
+  EXPECT_EQ(vmm_->mapped_bytes(), 12 * kMiB);
+  if (OnFakeDriver()) std::memset(fourth, 4, 4 * kMiB);
+  ASSERT_TRUE(bfc.CheckInvariants().ok()) << bfc.CheckInvariants();
+  EXPECT_EQ(vmm_->failed_frees(), 0);
+  bfc.Deallocate(fourth);
+  bfc.Deallocate(third);
+  bfc.Deallocate(second);
 }
 
 TEST_F(BfcOnCudaVmmTest, OutOfDeviceMemoryIsExplained) {

@@ -45,7 +45,8 @@ TEST_F(CudaVmmTest, GrowsContiguouslyInGranules) {
   EXPECT_EQ(second, first + first_size);
   EXPECT_EQ(second_size, granule);  // rounded up to a whole granule
   EXPECT_EQ(third, second + second_size);
-  EXPECT_EQ(vmm->handle_count(), 3u);
+  EXPECT_EQ(vmm->region_count(), 3u);
+  EXPECT_EQ(vmm->handle_count(), 5u);  // one per granule
   EXPECT_EQ(vmm->mapped_bytes(), 5 * granule);
   if (OnFakeDriver()) {
     EXPECT_EQ(fake_cuda_device_used(0), 5 * granule);
@@ -68,8 +69,9 @@ TEST_F(CudaVmmTest, FreeReturnsMemoryAndRejectsStrangers) {
   ASSERT_NE(region, nullptr);
   vmm->Free(region, received / 2);  // wrong size: refused, region kept
   EXPECT_EQ(vmm->failed_frees(), 1);
-  EXPECT_EQ(vmm->handle_count(), 1u);
+  EXPECT_EQ(vmm->region_count(), 1u);
   vmm->Free(region, received);
+  EXPECT_EQ(vmm->region_count(), 0u);
   EXPECT_EQ(vmm->handle_count(), 0u);
   vmm->Free(region, received);  // twice
   EXPECT_EQ(vmm->failed_frees(), 2);
@@ -98,8 +100,10 @@ TEST_F(CudaVmmTest, RunsOutOfDeviceMemory) {
   void* most = vmm->Alloc(kDeviceMemory - 2 * kMiB, 256, &received);
   ASSERT_NE(most, nullptr);
   EXPECT_EQ(vmm->Alloc(4 * kMiB, 256, &received), nullptr);
+  // The first granule fitted, the second did not: the first went back too.
   EXPECT_EQ(vmm->last_error().message(),
-            "cuMemCreate(4 MiB, device 0): CUDA_ERROR_OUT_OF_MEMORY");
+            "cuMemCreate(2 MiB, device 0): CUDA_ERROR_OUT_OF_MEMORY");
+  EXPECT_EQ(fake_cuda_device_used(0), kDeviceMemory - 2 * kMiB);
   // The range was given back: what still fits goes right after `most`.
   void* last = vmm->Alloc(2 * kMiB, 256, &received);
   EXPECT_EQ(last, static_cast<char*>(most) + kDeviceMemory - 2 * kMiB);
@@ -159,8 +163,102 @@ TEST_F(CudaVmmTest, DestructionReleasesHandlesThenTheReservation) {
   const std::string log = fake_cuda_call_log();
   EXPECT_LT(log.find("cuMemUnmap"), log.find("cuMemRelease"));
   EXPECT_LT(log.rfind("cuMemRelease"), log.find("cuMemAddressFree"));
-  EXPECT_EQ(fake_cuda_call_count("cuMemRelease"), 2);
+  EXPECT_EQ(fake_cuda_call_count("cuMemRelease"), 4);  // 1 + 3 granules
   EXPECT_EQ(fake_cuda_device_used(0), 0u);
+}
+
+TEST_F(CudaVmmTest, DecommitsAndRecommitsWholeGranules) {
+  auto vmm = Create(64 * kMiB);
+  const uint64_t granule = vmm->granularity();
+  EXPECT_EQ(vmm->DecommitGranularity(), granule);
+  size_t received = 0;
+  char* region = static_cast<char*>(vmm->Alloc(4 * granule, 256, &received));
+  ASSERT_NE(region, nullptr);
+  ASSERT_TRUE(vmm->Decommit(region + granule, 2 * granule));
+  EXPECT_EQ(vmm->mapped_bytes(), 2 * granule);
+  EXPECT_EQ(vmm->handle_count(), 2u);
+  if (OnFakeDriver()) {
+    EXPECT_EQ(fake_cuda_device_used(0), 2 * granule);
+    std::memset(region, 1, granule);  // the rest stays mapped
+    std::memset(region + 3 * granule, 3, granule);
+  }
+  ASSERT_TRUE(vmm->Recommit(region + 2 * granule, granule));
+  EXPECT_EQ(vmm->mapped_bytes(), 3 * granule);
+  if (OnFakeDriver()) {
+    std::memset(region + 2 * granule, 2, granule);  // writable again
+    EXPECT_EQ(region[0], 1);
+    EXPECT_EQ(region[3 * granule], 3);
+  }
+  EXPECT_EQ(vmm->failed_frees(), 0);
+  // Freed with a granule still decommitted: everything mapped goes back.
+  vmm->Free(region, received);
+  EXPECT_EQ(vmm->mapped_bytes(), 0u);
+  EXPECT_EQ(vmm->handle_count(), 0u);
+  if (OnFakeDriver()) {
+    EXPECT_EQ(fake_cuda_device_used(0), 0u);
+  }
+}
+
+TEST_F(CudaVmmTest, RefusesRangesItCannotChange) {
+  auto vmm = Create(64 * kMiB);
+  const uint64_t granule = vmm->granularity();
+  size_t first_size = 0, second_size = 0;
+  char* first = static_cast<char*>(vmm->Alloc(2 * granule, 256, &first_size));
+  char* second = static_cast<char*>(vmm->Alloc(granule, 256, &second_size));
+  ASSERT_EQ(second, first + first_size);
+  ASSERT_TRUE(vmm->Decommit(first + granule, granule));
+  EXPECT_FALSE(vmm->Decommit(first + 256, granule));          // not aligned
+  EXPECT_FALSE(vmm->Decommit(first, granule / 2));            // part of one
+  EXPECT_FALSE(vmm->Decommit(first, 2 * granule));            // one is gone
+  EXPECT_FALSE(vmm->Decommit(second, 2 * granule));           // past the end
+  EXPECT_FALSE(vmm->Decommit(first + granule, 2 * granule));  // two regions
+  EXPECT_FALSE(vmm->Decommit(first + 8 * granule, granule));  // no region
+  EXPECT_FALSE(vmm->Recommit(first, 2 * granule));            // one is mapped
+  EXPECT_FALSE(vmm->Recommit(second, granule));               // mapped
+  EXPECT_EQ(vmm->failed_frees(), 8);  // each refusal reported and counted
+  EXPECT_EQ(vmm->mapped_bytes(), 2 * granule);  // nothing changed
+  EXPECT_TRUE(vmm->Recommit(first + granule, granule));
+  vmm->Free(second, second_size);
+  vmm->Free(first, first_size);
+}
+
+TEST_F(CudaVmmTest, LargeRegionsAreOneHandleAndStayWhole) {
+  TENSORMEM_FAKE_DRIVER_ONLY();
+  fake_cuda_reset(1, 4 * kGiB);  // room for a region above the handle cap
+  auto vmm = Create(4 * kGiB);
+  const uint64_t granule = vmm->granularity();
+  const uint64_t large =
+      (CudaVmmSubAllocator::kMaxGranuleHandles + 1) * granule;
+  size_t received = 0;
+  char* region = static_cast<char*>(vmm->Alloc(large, 256, &received));
+  ASSERT_NE(region, nullptr);
+  EXPECT_EQ(vmm->handle_count(), 1u);
+  EXPECT_FALSE(vmm->Decommit(region + granule, granule));
+  EXPECT_EQ(vmm->mapped_bytes(), large);
+  vmm->Free(region, received);
+}
+
+TEST_F(CudaVmmTest, FailedRecommitLeavesTheRangeDecommitted) {
+  TENSORMEM_FAKE_DRIVER_ONLY();
+  auto vmm = Create(64 * kMiB);
+  const uint64_t granule = vmm->granularity();
+  size_t received = 0;
+  char* region = static_cast<char*>(vmm->Alloc(4 * granule, 256, &received));
+  ASSERT_TRUE(vmm->Decommit(region, 3 * granule));
+  for (const char* failing : {"cuMemCreate", "cuMemMap", "cuMemSetAccess"}) {
+    SCOPED_TRACE(failing);
+    // The second granule's call fails (the access call comes once, at the
+    // end): the first granule is undone with it.
+    fake_cuda_fail_call(failing,
+                        std::string(failing) == "cuMemSetAccess" ? 1 : 2,
+                        CUDA_ERROR_OUT_OF_MEMORY);
+    EXPECT_FALSE(vmm->Recommit(region, 3 * granule));
+    EXPECT_THAT(std::string(vmm->last_error().message()), HasSubstr(failing));
+    EXPECT_EQ(vmm->mapped_bytes(), granule);
+    EXPECT_EQ(fake_cuda_device_used(0), granule);
+  }
+  EXPECT_TRUE(vmm->Recommit(region, 3 * granule));
+  vmm->Free(region, received);
 }
 
 }  // namespace
