@@ -13,10 +13,19 @@
 #include "onnx/onnx_pb.h"
 #include "tensormem/model/onnx_model.h"
 
+namespace onnx {
+class ISchemaRegistry;
+}  // namespace onnx
+
 namespace tensormem::onnx_internal {
 
 // Bytes per element of an ONNX data type; nullopt for strings and unknowns.
 std::optional<uint64_t> ElementBytes(int32_t data_type);
+
+// ONNX's operator schemas, with the spatial operators' inference guarded
+// against inputs that crash ONNX 1.12 (kernel axes the input lacks): such a
+// node fails inference with an error instead.
+const onnx::ISchemaRegistry* GuardedSchemas();
 
 // Runs ONNX shape inference with data propagation; nodes whose int64 outputs
 // it computed (shape arithmetic) become Constant nodes and inference runs

@@ -353,8 +353,7 @@ absl::StatusOr<int> InferShapesThroughShapeArithmetic(onnx::ModelProto& model,
   int folded = 0;
   for (int round = 0; round < kMaxRounds; ++round) {
     try {
-      onnx::shape_inference::InferShapes(
-          model, onnx::OpSchemaRegistry::Instance(), options);
+      onnx::shape_inference::InferShapes(model, GuardedSchemas(), options);
     } catch (const std::exception& e) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: shape inference failed: %s", source, e.what()));

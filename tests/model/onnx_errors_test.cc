@@ -133,6 +133,38 @@ TEST(OnnxErrorsTest, ZeroStridesAreRefusedBeforeShapeInference) {
                         "positive"));
 }
 
+// fuzz/regressions/onnx_model/conv_over_rank2_input, found by the fuzzer:
+// ONNX 1.12's convolution inference reads a null pointer when the kernel has
+// more spatial axes than the input (a Conv over a rank-2 input with a 4-D
+// weight crashed the loader).
+TEST(OnnxErrorsTest, ConvolutionOverARank2InputIsAnErrorNotACrash) {
+  onnx::ModelProto model = EmptyModel();
+  AddInput(model, "x", {1, 8});
+  AddWeight(model, "w", {4, 3, 3, 3});
+  onnx::NodeProto* conv = AddNode(model, "Conv", {"x", "w"}, {"y"});
+  conv->set_name("conv");
+  AddOutput(model, "y");
+  EXPECT_THAT(ErrorOf(Bytes(model)), StartsWith("bad.onnx: "));
+  // The same for a pooling whose kernel_shape has more axes than the input,
+  // and for a weight whose rank differs from the input's.
+  onnx::ModelProto pool = EmptyModel();
+  AddInput(pool, "x", {1, 2, 8});
+  onnx::NodeProto* max_pool = AddNode(pool, "MaxPool", {"x"}, {"y"});
+  onnx::AttributeProto* kernel = max_pool->add_attribute();
+  kernel->set_name("kernel_shape");
+  kernel->set_type(onnx::AttributeProto::INTS);
+  kernel->add_ints(2);
+  kernel->add_ints(2);
+  AddOutput(pool, "y");
+  EXPECT_THAT(ErrorOf(Bytes(pool)), StartsWith("bad.onnx: "));
+  onnx::ModelProto weight = EmptyModel();
+  AddInput(weight, "x", {1, 3, 8});
+  AddWeight(weight, "w", {4, 3, 3, 3});
+  AddNode(weight, "Conv", {"x", "w"}, {"y"});
+  AddOutput(weight, "y");
+  EXPECT_THAT(ErrorOf(Bytes(weight)), StartsWith("bad.onnx: "));
+}
+
 // Found by mutating the bundled graphs: a Shape node with no input, and one
 // whose input has no type (ONNX 1.12's data propagation crashed on it).
 TEST(OnnxErrorsTest, ShapeNodesWithoutUsableInputs) {
