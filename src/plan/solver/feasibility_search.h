@@ -117,12 +117,54 @@ class FeasibilitySearch {
     size_t raise_trail_start;
   };
 
-  SearchOutcome Search(const int* active, int count, uint64_t current_offset,
-                       int last_rank, int depth);
-  SearchOutcome SearchComponents(const int* active,
-                                 const std::vector<int>& cuts, int count,
-                                 uint64_t current_offset, int last_rank,
-                                 int depth);
+  // One search node: the unplaced buffers of one part (in start order), the
+  // offset and rank of the last placement, and the recursion depth (which
+  // picks the node's scratch lists).
+  struct Node {
+    const int* active;
+    int count;
+    uint64_t current_offset;
+    int last_rank;
+    int depth;
+  };
+
+  // The depth-first step (feasibility_search.cc): prune the node, else try
+  // its candidates one by one, each placed at its floor.
+  SearchOutcome Search(const Node& node);
+  // Solves the parts between `cuts` one after another (no backtracking
+  // across them); undoes them all unless every part fits.
+  SearchOutcome SearchComponents(const Node& node,
+                                 const std::vector<int>& cuts);
+  SearchOutcome TryCandidates(const Node& node,
+                              const std::vector<int>& candidates);
+  // Places candidate `buffer` (at `position` among the node's candidates)
+  // and searches the rest; undoes the placement unless that search found a
+  // packing or stopped.
+  SearchOutcome TryCandidate(const Node& node, int buffer, int position);
+  // Records the depth reached, for deepest().
+  void NoteDepth();
+  // Fills `cuts` with the positions in node.active where a new part starts
+  // (no unplaced buffer spans the cut); returns the end of the node's last
+  // section.
+  int FindTimeCuts(const Node& node, std::vector<int>& cuts) const;
+
+  // The pruning checks (feasibility_pruning.cc), in the order Search runs
+  // them. Sets reach_ for the node's buffers and `lowest_top`; kWaiting when
+  // a buffer that must wait for a neighbour has none left.
+  PruneRule ComputeReaches(const Node& node, uint64_t& lowest_top);
+  // kSections when some section's unplaced buffers cannot all fit between
+  // their reaches and the capacity.
+  PruneRule CheckSections(const Node& node, int section_end);
+  // The node's candidates, in start order (not yet sorted).
+  void CollectCandidates(const Node& node, uint64_t lowest_top,
+                         std::vector<int>& candidates) const;
+  bool HasGuidedCandidate(const std::vector<int>& candidates) const;
+  // With a guide and no guided candidate: the rule that keeps the guide's
+  // next buffer (in (offset, rank) order) from being a candidate.
+  PruneRule GuideDeparture(const Node& node, uint64_t lowest_top) const;
+  // Lowest offset first, then rank.
+  void SortCandidates(std::vector<int>& candidates) const;
+
   // Places `buffer` at `offset`; false when this already overfills a section
   // or lifts a neighbour past the capacity (the caller then undoes it).
   bool Place(int buffer, uint64_t offset);

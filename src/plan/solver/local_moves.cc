@@ -53,16 +53,13 @@ std::optional<uint64_t> LowestGapBelow(
   return candidate;
 }
 
-// Lowers `tensor` below `total` by moving the one neighbour that blocks some
-// lower spot into a gap of its own, also below `total`. True if it did.
-bool LowerWithOneEjection(const std::vector<UsageRecord<>>& records,
-                          const internal::PlacedIntervalIndex& index,
-                          std::vector<uint64_t>& offsets, size_t tensor,
-                          const std::vector<size_t>& neighbours,
-                          uint64_t alignment, uint64_t total,
-                          std::chrono::steady_clock::time_point deadline) {
-  const uint64_t size = records[tensor].tensor_size;
-  // Spots worth trying: the bottom and the aligned tops of the neighbours.
+// Spots worth trying for `tensor`: the bottom and the aligned tops of its
+// neighbours, sorted, without repeats.
+std::vector<uint64_t> CandidateSpots(const std::vector<UsageRecord<>>& records,
+                                     const std::vector<uint64_t>& offsets,
+                                     size_t tensor,
+                                     const std::vector<size_t>& neighbours,
+                                     uint64_t alignment) {
   std::vector<uint64_t> spots = {0};
   for (const size_t other : neighbours) {
     if (other != tensor && records[other].tensor_size > 0) {
@@ -72,30 +69,54 @@ bool LowerWithOneEjection(const std::vector<UsageRecord<>>& records,
   }
   std::sort(spots.begin(), spots.end());
   spots.erase(std::unique(spots.begin(), spots.end()), spots.end());
+  return spots;
+}
+
+// The one neighbour of `tensor` whose addresses overlap [spot, spot + size),
+// if exactly one does.
+std::optional<size_t> SoleBlocker(const std::vector<UsageRecord<>>& records,
+                                  const std::vector<uint64_t>& offsets,
+                                  size_t tensor,
+                                  const std::vector<size_t>& neighbours,
+                                  uint64_t spot, uint64_t size) {
+  std::optional<size_t> blocker;
+  for (const size_t other : neighbours) {
+    const uint64_t other_size = records[other].tensor_size;
+    if (other == tensor || other_size == 0) continue;
+    if (offsets[other] < spot + size && spot < offsets[other] + other_size) {
+      if (blocker) return std::nullopt;
+      blocker = other;
+    }
+  }
+  return blocker;
+}
+
+// Lowers `tensor` below `total` by moving the one neighbour that blocks some
+// lower spot into a gap of its own, also below `total`. True if it did.
+bool LowerWithOneEjection(const std::vector<UsageRecord<>>& records,
+                          const internal::PlacedIntervalIndex& index,
+                          std::vector<uint64_t>& offsets, size_t tensor,
+                          const std::vector<size_t>& neighbours,
+                          uint64_t alignment, uint64_t total,
+                          std::chrono::steady_clock::time_point deadline) {
+  const uint64_t size = records[tensor].tensor_size;
   std::vector<size_t> blocker_neighbours;
-  for (const uint64_t spot : spots) {
+  for (const uint64_t spot :
+       CandidateSpots(records, offsets, tensor, neighbours, alignment)) {
     if (spot + size >= total) break;
     if (std::chrono::steady_clock::now() >= deadline) return false;
-    size_t blocker = tensor;
-    int blockers = 0;
-    for (const size_t other : neighbours) {
-      const uint64_t other_size = records[other].tensor_size;
-      if (other == tensor || other_size == 0) continue;
-      if (offsets[other] < spot + size && spot < offsets[other] + other_size) {
-        blocker = other;
-        if (++blockers > 1) break;
-      }
-    }
-    if (blockers != 1) continue;
+    const std::optional<size_t> blocker =
+        SoleBlocker(records, offsets, tensor, neighbours, spot, size);
+    if (!blocker) continue;
     blocker_neighbours.clear();
-    index.FindOverlapping(records[blocker].first_task,
-                          records[blocker].last_task, blocker_neighbours);
+    index.FindOverlapping(records[*blocker].first_task,
+                          records[*blocker].last_task, blocker_neighbours);
     const std::optional<uint64_t> moved =
-        LowestGapBelow(records, offsets, blocker, blocker_neighbours, alignment,
-                       total, tensor, Claim{spot, spot + size});
+        LowestGapBelow(records, offsets, *blocker, blocker_neighbours,
+                       alignment, total, tensor, Claim{spot, spot + size});
     if (moved) {
       offsets[tensor] = spot;
-      offsets[blocker] = *moved;
+      offsets[*blocker] = *moved;
       return true;
     }
   }

@@ -123,90 +123,143 @@ class ProgressLine {
 
 // The anytime minimisation (or, with a capacity, the feasibility loop) over
 // the search. Updates `offsets` (per set buffer) and `result` as it improves.
-absl::Status Search(const BufferSet& set, const Problem& problem,
-                    const OptimalPlanOptions& options, Clock::time_point start,
-                    Clock::time_point deadline, std::vector<uint64_t>& offsets,
-                    OptimalPlanResult& result) {
-  ProgressLine progress(options.progress, start);
-  uint64_t best = result.total_size;
-  uint64_t lowest_open =
-      result.lower_bound;  // smallest target not yet tried this round
-  uint64_t node_limit = std::max<uint64_t>(2000, 4 * problem.buffers.size());
-  solver_internal::RestartSchedule schedule(problem.buffers.size());
-  // The question at the bound (or at the capacity) comes back every round:
-  // its base-order searches are kept and extended.
-  solver_internal::KeptSearches kept(problem);
-  bool first_in_round = true;
-  auto cancelled = [&] {
-    return options.cancel != nullptr && options.cancel->load();
-  };
-  while (Clock::now() < deadline && !cancelled() && best > result.lower_bound) {
-    // Each round first gives the bound the full node budget: tight sets reach
-    // it, and near the bound the search is no easier than at it. Then it
-    // bisects between the bound and the best plan with an eighth of the
-    // budget, moving up past targets that run out of nodes, until the targets
-    // meet the best plan; the next round doubles the budget.
-    const bool at_bound = first_in_round || options.capacity.has_value();
-    const uint64_t target = options.capacity ? *options.capacity
-                            : at_bound
-                                ? result.lower_bound
-                                : lowest_open + (best - 1 - lowest_open) / 2;
-    first_in_round = false;
-    solver_internal::FeasibilityRequest request{
+//
+// Each round first gives the bound the full node budget: tight sets reach it,
+// and near the bound the search is no easier than at it. Then it bisects
+// between the bound and the best plan with an eighth of the budget, moving up
+// past targets that run out of nodes, until the targets meet the best plan;
+// the next round doubles the budget.
+class RoundSearch {
+ public:
+  RoundSearch(const BufferSet& set, const Problem& problem,
+              const OptimalPlanOptions& options, Clock::time_point start,
+              Clock::time_point deadline, std::vector<uint64_t>& offsets,
+              OptimalPlanResult& result)
+      : set_(set),
+        problem_(problem),
+        options_(options),
+        start_(start),
+        deadline_(deadline),
+        offsets_(offsets),
+        result_(result),
+        best_(result.total_size),
+        lowest_open_(result.lower_bound),
+        node_limit_(std::max<uint64_t>(2000, 4 * problem.buffers.size())),
+        schedule_(problem.buffers.size()),
+        kept_(problem) {}
+
+  absl::Status Run() {
+    ProgressLine progress(options_.progress, start_);
+    while (Clock::now() < deadline_ && !Cancelled() &&
+           best_ > result_.lower_bound) {
+      const bool at_bound = first_in_round_ || options_.capacity.has_value();
+      const uint64_t target = NextTarget(at_bound);
+      first_in_round_ = false;
+      const FeasibilityAnswer answer = Ask(target, at_bound);
+      absl::StatusOr<bool> finished = Absorb(answer, target);
+      if (!finished.ok() || *finished) return finished.status();
+      if (options_.capacity.has_value() || lowest_open_ >= best_) NextRound();
+      progress.Report(best_, result_.lower_bound, result_.nodes);
+    }
+    if (options_.capacity && best_ > *options_.capacity) {
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "no placement within capacity %d found in %g s (%d nodes); the best "
+          "plan found needs %d",
+          *options_.capacity, options_.time_limit_seconds, result_.nodes,
+          best_));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  bool Cancelled() const {
+    return options_.cancel != nullptr && options_.cancel->load();
+  }
+
+  // The capacity asked for, the bound at a round's start, else the middle
+  // of the targets still open below the best plan.
+  uint64_t NextTarget(bool at_bound) const {
+    if (options_.capacity) return *options_.capacity;
+    if (at_bound) return result_.lower_bound;
+    return lowest_open_ + (best_ - 1 - lowest_open_) / 2;
+  }
+
+  // Runs the search at `target`: the full budget at the bound (resuming the
+  // kept searches, since that question comes back every round), an eighth
+  // of it above.
+  FeasibilityAnswer Ask(uint64_t target, bool at_bound) {
+    const solver_internal::FeasibilityRequest request{
         .capacity = target,
-        .runs = schedule.Runs(
-            at_bound ? node_limit : std::max<uint64_t>(1000, node_limit / 8),
+        .runs = schedule_.Runs(
+            at_bound ? node_limit_ : std::max<uint64_t>(1000, node_limit_ / 8),
             /*resume=*/at_bound),
-        .threads = options.threads,
-        .deadline = deadline,
-        .kept = at_bound ? &kept : nullptr,
-        .cancel = options.cancel};
-    const FeasibilityAnswer answer =
-        solver_internal::RunFeasibility(problem, request);
-    schedule.Record(request.runs, answer);
-    result.nodes += answer.nodes;
-    bool end_round = options.capacity.has_value();
+        .threads = options_.threads,
+        .deadline = deadline_,
+        .kept = at_bound ? &kept_ : nullptr,
+        .cancel = options_.cancel};
+    FeasibilityAnswer answer =
+        solver_internal::RunFeasibility(problem_, request);
+    schedule_.Record(request.runs, answer);
+    result_.nodes += answer.nodes;
+    return answer;
+  }
+
+  // Takes in the answer at `target`; true when the run is over (a fit within
+  // the capacity), an error when the capacity is proven too small.
+  absl::StatusOr<bool> Absorb(const FeasibilityAnswer& answer,
+                              uint64_t target) {
     switch (answer.outcome) {
       case SearchOutcome::kFound:
-        for (size_t i = 0; i < problem.buffers.size(); ++i) {
-          offsets[problem.source_index[i]] = answer.offsets[i];
-        }
-        best = TotalSize(set, offsets);
-        result.total_size = best;
-        result.seconds_to_best = SecondsSince(start);
-        result.method = "search";
-        if (options.capacity) return absl::OkStatus();
-        break;
+        TakePlan(answer);
+        return options_.capacity.has_value();
       case SearchOutcome::kInfeasible:
-        if (options.capacity) {
+        if (options_.capacity) {
           return absl::FailedPreconditionError(
               absl::StrFormat("no placement fits in capacity %d: the search "
                               "proved it after %d nodes "
                               "(peak of live bytes %d)",
-                              target, result.nodes, problem.peak_bytes));
+                              target, result_.nodes, problem_.peak_bytes));
         }
-        result.lower_bound = target + 1;
-        lowest_open = std::max(lowest_open, result.lower_bound);
-        break;
+        result_.lower_bound = target + 1;
+        lowest_open_ = std::max(lowest_open_, result_.lower_bound);
+        return false;
       case SearchOutcome::kStopped:
-        lowest_open = target + 1;
-        break;
+        lowest_open_ = target + 1;
+        return false;
     }
-    if (end_round || lowest_open >= best) {
-      node_limit = std::min<uint64_t>(node_limit * 2, uint64_t{1} << 40);
-      lowest_open = result.lower_bound;
-      first_in_round = true;
+    return false;
+  }
+
+  void TakePlan(const FeasibilityAnswer& answer) {
+    for (size_t i = 0; i < problem_.buffers.size(); ++i) {
+      offsets_[problem_.source_index[i]] = answer.offsets[i];
     }
-    progress.Report(best, result.lower_bound, result.nodes);
+    best_ = TotalSize(set_, offsets_);
+    result_.total_size = best_;
+    result_.seconds_to_best = SecondsSince(start_);
+    result_.method = "search";
   }
-  if (options.capacity && best > *options.capacity) {
-    return absl::DeadlineExceededError(absl::StrFormat(
-        "no placement within capacity %d found in %g s (%d nodes); the best "
-        "plan found needs %d",
-        *options.capacity, options.time_limit_seconds, result.nodes, best));
+
+  void NextRound() {
+    node_limit_ = std::min<uint64_t>(node_limit_ * 2, uint64_t{1} << 40);
+    lowest_open_ = result_.lower_bound;
+    first_in_round_ = true;
   }
-  return absl::OkStatus();
-}
+
+  const BufferSet& set_;
+  const Problem& problem_;
+  const OptimalPlanOptions& options_;
+  const Clock::time_point start_;
+  const Clock::time_point deadline_;
+  std::vector<uint64_t>& offsets_;
+  OptimalPlanResult& result_;
+  uint64_t best_;
+  uint64_t lowest_open_;  // smallest target not yet tried this round
+  uint64_t node_limit_;
+  solver_internal::RestartSchedule schedule_;
+  solver_internal::KeptSearches kept_;
+  bool first_in_round_ = true;
+};
 
 }  // namespace
 
@@ -251,7 +304,8 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
     } else {
       solver_internal::BuildOverlaps(problem);
       TM_RETURN_IF_ERROR(
-          Search(set, problem, options, start, deadline, offsets, result));
+          RoundSearch(set, problem, options, start, deadline, offsets, result)
+              .Run());
     }
   }
   if (options.capacity && result.total_size > *options.capacity) {

@@ -1,0 +1,134 @@
+// FeasibilitySearch's pruning checks: the reaches of waiting buffers, the
+// sections' staircase, and which buffers are candidates at a node.
+#include <algorithm>
+
+#include "plan/solver/feasibility_search.h"
+
+namespace tensormem::solver_internal {
+
+// reach_[u]: a lower bound on the offset u can still take. A buffer that can
+// no longer be placed at the current offset (below it, or tied there with a
+// lower rank) must wait until a neighbour placed later lifts it, so it lands
+// on top of one of those; with no unplaced neighbour left it never can, and
+// this branch is dead.
+// lowest_top: no buffer goes at or above the top some unplaced buffer would
+// have at its floor, since that one could then sink to its floor (everything
+// placed later sits higher). A buffer already fitting below the current
+// offset thus ends the branch: no candidate remains.
+PruneRule FeasibilitySearch::ComputeReaches(const Node& node,
+                                            uint64_t& lowest_top) {
+  const std::vector<SolverBuffer>& buffers = problem_.buffers;
+  for (int i = 0; i < node.count; ++i) {
+    const int u = node.active[i];
+    reach_[u] = std::max(node.current_offset, lowest_offset_[u]);
+    lowest_top = std::min(lowest_top, lowest_offset_[u] + buffers[u].padded);
+  }
+  for (int i = 0; i < node.count; ++i) {
+    const int u = node.active[i];
+    const uint64_t lowest = lowest_offset_[u];
+    if (lowest > node.current_offset ||
+        (lowest == node.current_offset && rank_[u] > node.last_rank))
+      continue;
+    if (unplaced_neighbours_[u] == 0) return PruneRule::kWaiting;
+    uint64_t landing = UINT64_MAX;
+    for (const int v : problem_.overlaps[u]) {
+      if (!placed_[v])
+        landing = std::min(landing, reach_[v] + buffers[v].padded);
+    }
+    reach_[u] = std::max(reach_[u], landing);
+  }
+  return PruneRule::kNone;
+}
+
+// In every section, the unplaced buffers that can reach no lower than r must
+// all fit between r and the capacity, for every r. Taking buffers by
+// decreasing reach, a running sum per section checks all thresholds at once.
+// Every reach is at least the current offset, and at that threshold the check
+// is the sections' unplaced bytes (all of them are this part's, as parts
+// share no section): only buffers reaching higher need the running sums,
+// sorted as (reach, buffer) pairs.
+PruneRule FeasibilitySearch::CheckSections(const Node& node, int section_end) {
+  const std::vector<SolverBuffer>& buffers = problem_.buffers;
+  const int first_section = buffers[node.active[0]].section_begin;
+  by_reach_.clear();
+  for (int i = 0; i < node.count; ++i) {
+    const int u = node.active[i];
+    if (reach_[u] + buffers[u].size > capacity_) return PruneRule::kSections;
+    if (reach_[u] > node.current_offset) by_reach_.emplace_back(reach_[u], u);
+  }
+  std::sort(by_reach_.begin(), by_reach_.end(),
+            [](const auto& x, const auto& y) { return x.first > y.first; });
+  uint64_t* stacked = stacked_.data();
+  std::fill(stacked + first_section, stacked + section_end, 0);
+  for (const auto& [lowest, u] : by_reach_) {
+    const SolverBuffer& b = buffers[u];
+    for (int s = b.section_begin; s < b.section_end; ++s) {
+      stacked[s] += b.padded;
+      if (lowest + stacked[s] > padded_capacity_) return PruneRule::kSections;
+    }
+  }
+  for (int s = first_section; s < section_end; ++s) {
+    if (node.current_offset + unplaced_bytes_[s] > padded_capacity_)
+      return PruneRule::kSections;
+  }
+  return PruneRule::kNone;
+}
+
+void FeasibilitySearch::CollectCandidates(const Node& node, uint64_t lowest_top,
+                                          std::vector<int>& candidates) const {
+  candidates.clear();
+  for (int i = 0; i < node.count; ++i) {
+    const int u = node.active[i];
+    if (CandidateRule(u, node.current_offset, node.last_rank, lowest_top,
+                      /*use_guide=*/false) == PruneRule::kNone)
+      candidates.push_back(u);
+  }
+}
+
+bool FeasibilitySearch::HasGuidedCandidate(
+    const std::vector<int>& candidates) const {
+  return guide_ == nullptr ||
+         std::any_of(candidates.begin(), candidates.end(),
+                     [&](int u) { return (*guide_)[u] == lowest_offset_[u]; });
+}
+
+PruneRule FeasibilitySearch::GuideDeparture(const Node& node,
+                                            uint64_t lowest_top) const {
+  int next = node.active[0];
+  for (int i = 1; i < node.count; ++i) {
+    const int u = node.active[i];
+    if ((*guide_)[u] < (*guide_)[next] ||
+        ((*guide_)[u] == (*guide_)[next] && rank_[u] < rank_[next]))
+      next = u;
+  }
+  return CandidateRule(next, node.current_offset, node.last_rank, lowest_top,
+                       /*use_guide=*/true);
+}
+
+// The tightest spot decides the most.
+void FeasibilitySearch::SortCandidates(std::vector<int>& candidates) const {
+  std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+    return lowest_offset_[a] != lowest_offset_[b]
+               ? lowest_offset_[a] < lowest_offset_[b]
+               : rank_[a] < rank_[b];
+  });
+}
+
+PruneRule FeasibilitySearch::CandidateRule(int u, uint64_t current_offset,
+                                           int last_rank, uint64_t lowest_top,
+                                           bool use_guide) const {
+  const uint64_t lowest = lowest_offset_[u];
+  // Touching (lowest >= current) and, at the current offset, after the last
+  // placed buffer in rank (one order per packing); undominated (below
+  // lowest_top); in guided mode, at its guide offset.
+  if (lowest < current_offset ||
+      (lowest == current_offset && rank_[u] < last_rank))
+    return PruneRule::kCanonical;
+  if (lowest >= lowest_top) return PruneRule::kDominance;
+  if (BreaksTwinOrder(u, lowest)) return PruneRule::kTwins;
+  if (use_guide && guide_ != nullptr && (*guide_)[u] != lowest)
+    return PruneRule::kCanonical;
+  return PruneRule::kNone;
+}
+
+}  // namespace tensormem::solver_internal
