@@ -15,14 +15,19 @@ namespace tensormem::solver_internal {
 // have at its floor, since that one could then sink to its floor (everything
 // placed later sits higher). A buffer already fitting below the current
 // offset thus ends the branch: no candidate remains.
-PruneRule FeasibilitySearch::ComputeReaches(const Node& node,
-                                            uint64_t& lowest_top) {
+uint64_t FeasibilitySearch::InitReaches(Node node) {
   const std::vector<SolverBuffer>& buffers = problem_.buffers;
+  uint64_t lowest_top = UINT64_MAX;
   for (int i = 0; i < node.count; ++i) {
     const int u = node.active[i];
     reach_[u] = std::max(node.current_offset, lowest_offset_[u]);
     lowest_top = std::min(lowest_top, lowest_offset_[u] + buffers[u].padded);
   }
+  return lowest_top;
+}
+
+PruneRule FeasibilitySearch::RaiseWaitingReaches(Node node) {
+  const std::vector<SolverBuffer>& buffers = problem_.buffers;
   for (int i = 0; i < node.count; ++i) {
     const int u = node.active[i];
     const uint64_t lowest = lowest_offset_[u];
@@ -47,7 +52,7 @@ PruneRule FeasibilitySearch::ComputeReaches(const Node& node,
 // is the sections' unplaced bytes (all of them are this part's, as parts
 // share no section): only buffers reaching higher need the running sums,
 // sorted as (reach, buffer) pairs.
-PruneRule FeasibilitySearch::CheckSections(const Node& node, int section_end) {
+PruneRule FeasibilitySearch::CheckSections(Node node, int section_end) {
   const std::vector<SolverBuffer>& buffers = problem_.buffers;
   const int first_section = buffers[node.active[0]].section_begin;
   by_reach_.clear();
@@ -74,7 +79,7 @@ PruneRule FeasibilitySearch::CheckSections(const Node& node, int section_end) {
   return PruneRule::kNone;
 }
 
-void FeasibilitySearch::CollectCandidates(const Node& node, uint64_t lowest_top,
+void FeasibilitySearch::CollectCandidates(Node node, uint64_t lowest_top,
                                           std::vector<int>& candidates) const {
   candidates.clear();
   for (int i = 0; i < node.count; ++i) {
@@ -92,7 +97,7 @@ bool FeasibilitySearch::HasGuidedCandidate(
                      [&](int u) { return (*guide_)[u] == lowest_offset_[u]; });
 }
 
-PruneRule FeasibilitySearch::GuideDeparture(const Node& node,
+PruneRule FeasibilitySearch::GuideDeparture(Node node,
                                             uint64_t lowest_top) const {
   int next = node.active[0];
   for (int i = 1; i < node.count; ++i) {

@@ -122,7 +122,7 @@ void FeasibilitySearch::NoteDepth() {
   }
 }
 
-SearchOutcome FeasibilitySearch::Search(const Node& node) {
+SearchOutcome FeasibilitySearch::Search(Node node) {
   if (ShouldStop()) return SearchOutcome::kStopped;
   if (node.count == 0) return SearchOutcome::kFound;
   NoteDepth();
@@ -130,8 +130,8 @@ SearchOutcome FeasibilitySearch::Search(const Node& node) {
   const int section_end = FindTimeCuts(node, cuts);
   if (!cuts.empty()) return SearchComponents(node, cuts);
 
-  uint64_t lowest_top = UINT64_MAX;
-  if (const PruneRule rule = ComputeReaches(node, lowest_top);
+  const uint64_t lowest_top = InitReaches(node);
+  if (const PruneRule rule = RaiseWaitingReaches(node);
       rule != PruneRule::kNone)
     return Reject(rule);
   if (const PruneRule rule = CheckSections(node, section_end);
@@ -147,8 +147,7 @@ SearchOutcome FeasibilitySearch::Search(const Node& node) {
 
 // Time cuts that no unplaced buffer spans split the work into independent
 // sub-problems. `active` is in start order, so one scan finds them.
-int FeasibilitySearch::FindTimeCuts(const Node& node,
-                                    std::vector<int>& cuts) const {
+int FeasibilitySearch::FindTimeCuts(Node node, std::vector<int>& cuts) const {
   const std::vector<SolverBuffer>& buffers = problem_.buffers;
   cuts.clear();
   int last_end = buffers[node.active[0]].section_end;
@@ -161,7 +160,7 @@ int FeasibilitySearch::FindTimeCuts(const Node& node,
 }
 
 SearchOutcome FeasibilitySearch::TryCandidates(
-    const Node& node, const std::vector<int>& candidates) {
+    Node node, const std::vector<int>& candidates) {
   for (size_t position = 0; position < candidates.size(); ++position) {
     const int b = candidates[position];
     if (guide_ != nullptr && (*guide_)[b] != lowest_offset_[b]) continue;
@@ -180,7 +179,7 @@ SearchOutcome FeasibilitySearch::TryCandidates(
   return SearchOutcome::kInfeasible;
 }
 
-SearchOutcome FeasibilitySearch::TryCandidate(const Node& node, int buffer,
+SearchOutcome FeasibilitySearch::TryCandidate(Node node, int buffer,
                                               int position) {
   std::vector<int>& child = child_lists_[node.depth];
   child.clear();
@@ -207,7 +206,7 @@ SearchOutcome FeasibilitySearch::TryCandidate(const Node& node, int buffer,
 }
 
 SearchOutcome FeasibilitySearch::SearchComponents(
-    const Node& node, const std::vector<int>& cuts) {
+    Node node, const std::vector<int>& cuts) {
   const size_t mark = placements_.size();
   const size_t choices_mark = choices_.size();
   std::vector<std::pair<int, int>>& saved = saved_ranks_[node.depth];

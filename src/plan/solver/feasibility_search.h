@@ -119,7 +119,8 @@ class FeasibilitySearch {
 
   // One search node: the unplaced buffers of one part (in start order), the
   // offset and rank of the last placement, and the recursion depth (which
-  // picks the node's scratch lists).
+  // picks the node's scratch lists). Passed by value: a copy of its own lets
+  // the compiler keep the fields in registers across the stores of the loops.
   struct Node {
     const int* active;
     int count;
@@ -130,38 +131,39 @@ class FeasibilitySearch {
 
   // The depth-first step (feasibility_search.cc): prune the node, else try
   // its candidates one by one, each placed at its floor.
-  SearchOutcome Search(const Node& node);
+  SearchOutcome Search(Node node);
   // Solves the parts between `cuts` one after another (no backtracking
   // across them); undoes them all unless every part fits.
-  SearchOutcome SearchComponents(const Node& node,
-                                 const std::vector<int>& cuts);
-  SearchOutcome TryCandidates(const Node& node,
-                              const std::vector<int>& candidates);
+  SearchOutcome SearchComponents(Node node, const std::vector<int>& cuts);
+  SearchOutcome TryCandidates(Node node, const std::vector<int>& candidates);
   // Places candidate `buffer` (at `position` among the node's candidates)
   // and searches the rest; undoes the placement unless that search found a
   // packing or stopped.
-  SearchOutcome TryCandidate(const Node& node, int buffer, int position);
+  SearchOutcome TryCandidate(Node node, int buffer, int position);
   // Records the depth reached, for deepest().
   void NoteDepth();
   // Fills `cuts` with the positions in node.active where a new part starts
   // (no unplaced buffer spans the cut); returns the end of the node's last
   // section.
-  int FindTimeCuts(const Node& node, std::vector<int>& cuts) const;
+  int FindTimeCuts(Node node, std::vector<int>& cuts) const;
 
   // The pruning checks (feasibility_pruning.cc), in the order Search runs
-  // them. Sets reach_ for the node's buffers and `lowest_top`; kWaiting when
-  // a buffer that must wait for a neighbour has none left.
-  PruneRule ComputeReaches(const Node& node, uint64_t& lowest_top);
+  // them. Sets reach_ of the node's buffers to their lowest offsets; returns
+  // the lowest top any of them would have there.
+  uint64_t InitReaches(Node node);
+  // Raises the reach of the buffers that must wait for a neighbour; kWaiting
+  // when one has no unplaced neighbour left.
+  PruneRule RaiseWaitingReaches(Node node);
   // kSections when some section's unplaced buffers cannot all fit between
   // their reaches and the capacity.
-  PruneRule CheckSections(const Node& node, int section_end);
+  PruneRule CheckSections(Node node, int section_end);
   // The node's candidates, in start order (not yet sorted).
-  void CollectCandidates(const Node& node, uint64_t lowest_top,
+  void CollectCandidates(Node node, uint64_t lowest_top,
                          std::vector<int>& candidates) const;
   bool HasGuidedCandidate(const std::vector<int>& candidates) const;
   // With a guide and no guided candidate: the rule that keeps the guide's
   // next buffer (in (offset, rank) order) from being a candidate.
-  PruneRule GuideDeparture(const Node& node, uint64_t lowest_top) const;
+  PruneRule GuideDeparture(Node node, uint64_t lowest_top) const;
   // Lowest offset first, then rank.
   void SortCandidates(std::vector<int>& candidates) const;
 
