@@ -27,7 +27,6 @@ uint64_t FeasibilitySearch::InitReaches(Node node) {
 }
 
 PruneRule FeasibilitySearch::RaiseWaitingReaches(Node node) {
-  const std::vector<SolverBuffer>& buffers = problem_.buffers;
   for (int i = 0; i < node.count; ++i) {
     const int u = node.active[i];
     const uint64_t lowest = lowest_offset_[u];
@@ -35,14 +34,22 @@ PruneRule FeasibilitySearch::RaiseWaitingReaches(Node node) {
         (lowest == node.current_offset && rank_[u] > node.last_rank))
       continue;
     if (unplaced_neighbours_[u] == 0) return PruneRule::kWaiting;
-    uint64_t landing = UINT64_MAX;
-    for (const int v : problem_.overlaps[u]) {
-      if (!placed_[v])
-        landing = std::min(landing, reach_[v] + buffers[v].padded);
-    }
-    reach_[u] = std::max(reach_[u], landing);
+    reach_[u] = std::max(reach_[u], LandingReach(u));
   }
   return PruneRule::kNone;
+}
+
+uint64_t FeasibilitySearch::LandingReach(int u) const {
+  // Raw pointers, loaded once: through the vectors the compiler reloads
+  // their data on every neighbour (this loop is the search's hottest).
+  const SolverBuffer* buffers = problem_.buffers.data();
+  const uint64_t* reach = reach_.data();
+  const char* placed = placed_.data();
+  uint64_t landing = UINT64_MAX;
+  for (const int v : problem_.overlaps[u]) {
+    if (!placed[v]) landing = std::min(landing, reach[v] + buffers[v].padded);
+  }
+  return landing;
 }
 
 // In every section, the unplaced buffers that can reach no lower than r must

@@ -154,6 +154,9 @@ class FeasibilitySearch {
   // Raises the reach of the buffers that must wait for a neighbour; kWaiting
   // when one has no unplaced neighbour left.
   PruneRule RaiseWaitingReaches(Node node);
+  // The lowest top among the unplaced neighbours of `u`, each at its reach:
+  // where `u`, waiting, can land at the earliest.
+  uint64_t LandingReach(int u) const;
   // kSections when some section's unplaced buffers cannot all fit between
   // their reaches and the capacity.
   PruneRule CheckSections(Node node, int section_end);
