@@ -164,9 +164,23 @@ SearchOutcome FeasibilitySearch::TryCandidates(
   for (size_t position = 0; position < candidates.size(); ++position) {
     const int b = candidates[position];
     if (guide_ != nullptr && (*guide_)[b] != lowest_offset_[b]) continue;
-    const SearchOutcome outcome =
-        TryCandidate(node, b, static_cast<int>(position));
-    if (outcome != SearchOutcome::kInfeasible) return outcome;
+    const std::vector<int>& child = ChildList(node, b);
+    const uint64_t offset = lowest_offset_[b];
+    choices_.push_back(static_cast<int>(position));
+    choice_nodes_.push_back(nodes_);
+    if (Place(b, offset)) {
+      const SearchOutcome outcome = Search({.active = child.data(),
+                                            .count = node.count - 1,
+                                            .current_offset = offset,
+                                            .last_rank = rank_[b],
+                                            .depth = node.depth + 1});
+      if (outcome != SearchOutcome::kInfeasible) return outcome;
+    } else {
+      Reject(PruneRule::kPlace);
+    }
+    choices_.pop_back();
+    choice_nodes_.pop_back();
+    UndoLastPlacement();
     if (stopped_) return SearchOutcome::kStopped;
     // With no unplaced buffer live beside it, `b` sits at its final lowest
     // spot in every packing of the rest, so it precedes every later candidate
@@ -179,30 +193,13 @@ SearchOutcome FeasibilitySearch::TryCandidates(
   return SearchOutcome::kInfeasible;
 }
 
-SearchOutcome FeasibilitySearch::TryCandidate(Node node, int buffer,
-                                              int position) {
+const std::vector<int>& FeasibilitySearch::ChildList(Node node, int buffer) {
   std::vector<int>& child = child_lists_[node.depth];
   child.clear();
   for (int i = 0; i < node.count; ++i) {
     if (node.active[i] != buffer) child.push_back(node.active[i]);
   }
-  const uint64_t offset = lowest_offset_[buffer];
-  choices_.push_back(position);
-  choice_nodes_.push_back(nodes_);
-  if (Place(buffer, offset)) {
-    const SearchOutcome outcome = Search({.active = child.data(),
-                                          .count = node.count - 1,
-                                          .current_offset = offset,
-                                          .last_rank = rank_[buffer],
-                                          .depth = node.depth + 1});
-    if (outcome != SearchOutcome::kInfeasible) return outcome;
-  } else {
-    Reject(PruneRule::kPlace);
-  }
-  choices_.pop_back();
-  choice_nodes_.pop_back();
-  UndoLastPlacement();
-  return SearchOutcome::kInfeasible;
+  return child;
 }
 
 SearchOutcome FeasibilitySearch::SearchComponents(
