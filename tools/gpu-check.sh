@@ -29,7 +29,7 @@ unset TENSORMEM_CUDA_DRIVER   # the real libcuda.so.1 from here on
 echo "== build"
 mkdir -p "$build_dir"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTENSORMEM_CUDA=ON >"$build_dir/configure.log" 2>&1 ||
+  -DTENSORMEM_BUILD_CUDA=ON >"$build_dir/configure.log" 2>&1 ||
   { cat "$build_dir/configure.log"; exit 1; }
 grep -q "CUDA targets skipped" "$build_dir/configure.log" &&
   { echo "gpu-check: the CUDA toolkit was not found"; exit 1; }
