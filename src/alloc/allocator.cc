@@ -9,7 +9,7 @@
 
 namespace tensormem {
 
-void Allocator::Deallocate(void* ptr) {
+void Allocator::DeallocateChecked(void* ptr) {
   absl::Status status = CheckedDeallocate(ptr);
   if (status.ok()) return;
   switch (misuse_policy_) {

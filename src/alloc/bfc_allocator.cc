@@ -155,14 +155,24 @@ void* BfcAllocator::AttemptAllocation(size_t bytes, size_t alignment,
   return ptr;
 }
 
-absl::Status BfcAllocator::DoDeallocate(void* ptr) {
+bool BfcAllocator::DoFreeIfLive(void* ptr) {
   {
     std::lock_guard lock(mutex_);
-    // Misuse changes nothing; only then is a Status built.
-    if (!core_->FreeIfLive(ptr)) return core_->DiagnoseBadFree(ptr);
+    if (!core_->FreeIfLive(ptr)) return false;
   }
   // Without retries nobody waits for memory: skip the shared counter the
   // notification bumps.
+  if (options_.allow_retry_on_failure) retrier_.NotifyDealloc();
+  return true;
+}
+
+absl::Status BfcAllocator::DoDeallocate(void* ptr) {
+  {
+    std::lock_guard lock(mutex_);
+    // Misuse changes nothing; only then is a Status built (under the same
+    // lock, so that it describes the state the free found).
+    if (!core_->FreeIfLive(ptr)) return core_->DiagnoseBadFree(ptr);
+  }
   if (options_.allow_retry_on_failure) retrier_.NotifyDealloc();
   return absl::OkStatus();
 }

@@ -52,8 +52,12 @@ class Allocator {
   }
 
   // Frees a block from Allocate. nullptr is a no-op. Misuse goes to the
-  // misuse policy and leaves the allocator unchanged.
-  void Deallocate(void* ptr);
+  // misuse policy and leaves the allocator unchanged. Inline: a free that
+  // succeeds builds no Status.
+  void Deallocate(void* ptr) {
+    if (ptr == nullptr || DoFreeIfLive(ptr)) return;
+    DeallocateChecked(ptr);
+  }
 
   // Same as Deallocate, but reports misuse as a Status instead of the policy.
   absl::Status CheckedDeallocate(void* ptr) {
@@ -84,6 +88,13 @@ class Allocator {
  private:
   virtual void* DoAllocate(size_t bytes, size_t alignment, int32_t stream) = 0;
   virtual absl::Status DoDeallocate(void* ptr) = 0;
+  // The plain free's fast path: frees `ptr` (not null) and returns true, or
+  // returns false having changed nothing (misuse, or no fast path, as by
+  // default); Deallocate then frees through DoDeallocate, whose Status goes
+  // to the misuse policy.
+  virtual bool DoFreeIfLive(void* /*ptr*/) { return false; }
+  // Out of line: CheckedDeallocate, and the misuse policy for its error.
+  void DeallocateChecked(void* ptr);
 
   MisusePolicy misuse_policy_ = MisusePolicy::kLogAndAbort;
   std::function<void(const absl::Status&)> misuse_callback_;

@@ -155,6 +155,9 @@ class BfcAllocator final : public Allocator {
  private:
   void* DoAllocate(size_t bytes, size_t alignment, int32_t stream) override;
   absl::Status DoDeallocate(void* ptr) override;
+  // Misuse returns false with nothing changed; DoDeallocate, called next,
+  // tries again and diagnoses under one lock (the free counts as made then).
+  bool DoFreeIfLive(void* ptr) override;
   // The common case: a fit from the free index, with one lock and no
   // failure handling; nullptr (nothing changed) sends the request on to
   // AllocateSlowly.
