@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "alloc/bfc_core.h"
+#include "alloc/bfc_core_inline.h"
 #include "tensormem/alloc/bfc_policy.h"
 #include "tensormem/alloc/policy_registry.h"
 #include "tensormem/core/checked_math.h"

@@ -195,12 +195,16 @@ class alignas(64) BfcCore {
   [[gnu::always_inline]] void InsertFree(ChunkHandle handle) {
     const BfcChunk& chunk = map_.chunk(handle);
     const FreeChunkKey key = chunk.Key(handle);
-    WithIndex(chunk.pool, [&](auto& any) { any.Insert(key); });
+    WithIndex(
+        chunk.pool, [&](auto& any)
+                        __attribute__((always_inline)) { any.Insert(key); });
   }
   void RemoveFree(ChunkHandle handle) {
     const BfcChunk& chunk = map_.chunk(handle);
     const FreeChunkKey key = chunk.Key(handle);
-    WithIndex(chunk.pool, [&](auto& any) { any.Erase(key); });
+    WithIndex(
+        chunk.pool, [&](auto& any)
+                        __attribute__((always_inline)) { any.Erase(key); });
   }
   void QueueTimestamped(ChunkHandle handle) {
     if (map_.chunk(handle).freed_at_count > 0) QueueStamped(handle);

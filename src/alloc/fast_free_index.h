@@ -44,7 +44,7 @@ class FreeBin {
 
   size_t size() const { return in_tree_ ? tree_.size() : count_; }
 
-  void Insert(const FreeChunkKey& key) {
+  [[gnu::always_inline]] void Insert(const FreeChunkKey& key) {
     if (in_tree_ || count_ == kSmallCapacity) {
       InsertInTree(key);
       return;
@@ -57,7 +57,7 @@ class FreeBin {
     handles_[i] = key.handle;
   }
 
-  bool Erase(const FreeChunkKey& key) {
+  [[gnu::always_inline]] bool Erase(const FreeChunkKey& key) {
     if (in_tree_) return EraseFromTree(key);
     const Packed packed = Pack(key);
     const uint32_t i = LowerBound(packed);
@@ -70,7 +70,8 @@ class FreeBin {
   // Replaces `old_key` by `new_key` in place, moving the keys between the two
   // positions; false (and no change) when the bin is a tree or holds no
   // `old_key`.
-  bool Replace(const FreeChunkKey& old_key, const FreeChunkKey& new_key) {
+  [[gnu::always_inline]] bool Replace(const FreeChunkKey& old_key,
+                                      const FreeChunkKey& new_key) {
     if (in_tree_) return false;
     const Packed old_packed = Pack(old_key);
     uint32_t i = LowerBound(old_packed);
@@ -159,14 +160,14 @@ class FastFreeIndex final : public BfcFreeIndex {
  public:
   std::string Name() const override { return "fast"; }
 
-  void Insert(const FreeChunkKey& key) override {
+  [[gnu::always_inline]] void Insert(const FreeChunkKey& key) override {
     const int bin = bfc::BinNumForSize(key.size);
     bins_[bin].Insert(key);
     non_empty_bins_ |= uint32_t{1} << bin;
     ++size_;
   }
 
-  bool Erase(const FreeChunkKey& key) override {
+  [[gnu::always_inline]] bool Erase(const FreeChunkKey& key) override {
     const int bin = bfc::BinNumForSize(key.size);
     if (!bins_[bin].Erase(key)) return false;
     if (bins_[bin].size() == 0) non_empty_bins_ &= ~(uint32_t{1} << bin);
