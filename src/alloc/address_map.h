@@ -124,7 +124,7 @@ struct BfcRegion {
 
 class AddressMap {
  public:
-  ChunkHandle NewChunk() {
+  [[gnu::always_inline]] ChunkHandle NewChunk() {
     if (free_handles_.empty()) return NewHandle();
     const ChunkHandle handle = free_handles_.back();
     free_handles_.pop_back();

@@ -75,12 +75,15 @@ class alignas(64) BfcCore {
     if (single_fast_index_ != nullptr && alignment == bfc::kMinAllocationSize) {
       // One pool, the fast index, no filter, the best fit serves (FindChunk
       // without its general cases).
-      std::optional<FreeChunkKey> fit =
-          single_fast_index_->FindBestFit(*rounded);
+      const std::optional<FreeSlot> fit =
+          single_fast_index_->FindBestFitSlot(*rounded);
       if (!fit) return nullptr;
-      PreferHoleToTail(*fit, /*pool=*/0, *rounded, alignment,
+      FreeChunkKey chosen = fit->key;
+      PreferHoleToTail(chosen, /*pool=*/0, *rounded, alignment,
                        /*freed_before=*/0);
-      return ServeFit(*fit, bytes, *rounded, alignment, /*pool=*/0);
+      if (chosen.handle == fit->key.handle)
+        return ServeSlot(*fit, bytes, *rounded);
+      return ServeFit(chosen, bytes, *rounded, alignment, /*pool=*/0);
     }
     const int pool = inline_ ? 0 : PoolOf(stream, *rounded);
     return FindChunk(bytes, *rounded, alignment, /*freed_before=*/0, pool);
@@ -159,6 +162,9 @@ class alignas(64) BfcCore {
   // off an alignment prefix and a tail as the policy says, marks it in use.
   void* ServeFit(const FreeChunkKey& fit, uint64_t bytes, uint64_t rounded,
                  uint64_t alignment, int pool);
+  // ServeFit for the single fast index and the default alignment, with the
+  // fit's place in the index known (no search to update it).
+  void* ServeSlot(const FreeSlot& fit, uint64_t bytes, uint64_t rounded);
   // ServeFit for a fit that needs alignment padding: takes it out of the
   // index, splits off the prefix (free) and a tail as the policy says;
   // returns the chunk to mark in use.
@@ -206,7 +212,7 @@ class alignas(64) BfcCore {
         chunk.pool, [&](auto& any)
                         __attribute__((always_inline)) { any.Erase(key); });
   }
-  void QueueTimestamped(ChunkHandle handle) {
+  [[gnu::always_inline]] void QueueTimestamped(ChunkHandle handle) {
     if (map_.chunk(handle).freed_at_count > 0) QueueStamped(handle);
   }
   void QueueStamped(ChunkHandle handle);

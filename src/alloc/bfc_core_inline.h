@@ -44,6 +44,22 @@ namespace tensormem::internal {
   return MarkInUse(handle, bytes);
 }
 
+[[gnu::always_inline]] inline void* BfcCore::ServeSlot(const FreeSlot& fit,
+                                                       uint64_t bytes,
+                                                       uint64_t rounded) {
+  const ChunkHandle handle = fit.key.handle;
+  if (bfc::AlignmentPadding(fit.key.address, bfc::kMinAllocationSize) != 0)
+    return ServeFit(fit.key, bytes, rounded, bfc::kMinAllocationSize, 0);
+  if (ShouldSplit(fit.key.size, rounded, /*pool=*/0)) {
+    const ChunkHandle tail = SplitChunk(handle, rounded);
+    single_fast_index_->ReplaceSlot(fit, map_.chunk(tail).Key(tail));
+    QueueTimestamped(tail);
+  } else {
+    single_fast_index_->EraseSlot(fit);
+  }
+  return MarkInUse(handle, bytes);
+}
+
 // Inlined: called once per allocation from ServeFit.
 [[gnu::always_inline]] inline void* BfcCore::MarkInUse(ChunkHandle handle,
                                                        uint64_t bytes) {

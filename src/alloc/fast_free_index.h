@@ -37,6 +37,15 @@
 
 namespace tensormem::internal {
 
+// A free key and where it lies in the index, so that the update that follows
+// a best fit need not search for it again.
+struct FreeSlot {
+  static constexpr uint32_t kInTree = UINT32_MAX;
+  FreeChunkKey key;
+  int bin = 0;
+  uint32_t slot = kInTree;  // in the bin's array; kInTree for a tree bin
+};
+
 class FreeBin {
  public:
   static constexpr uint32_t kSmallCapacity = 32;
@@ -62,9 +71,13 @@ class FreeBin {
     const Packed packed = Pack(key);
     const uint32_t i = LowerBound(packed);
     if (i == count_ || keys_[i] != packed) return false;
+    EraseAt(i);
+    return true;
+  }
+  // Erase of the key in array slot `i`.
+  [[gnu::always_inline]] void EraseAt(uint32_t i) {
     for (uint32_t j = i + 1; j < count_; ++j) MoveSlot(j, j - 1);
     --count_;
-    return true;
   }
 
   // Replaces `old_key` by `new_key` in place, moving the keys between the two
@@ -76,12 +89,17 @@ class FreeBin {
     const Packed old_packed = Pack(old_key);
     uint32_t i = LowerBound(old_packed);
     if (i == count_ || keys_[i] != old_packed) return false;
+    ReplaceAt(i, new_key);
+    return true;
+  }
+  // Replace of the key in array slot `i`.
+  [[gnu::always_inline]] void ReplaceAt(uint32_t i,
+                                        const FreeChunkKey& new_key) {
     const Packed packed = Pack(new_key);
     for (; i > 0 && packed < keys_[i - 1]; --i) MoveSlot(i - 1, i);
     for (; i + 1 < count_ && keys_[i + 1] < packed; ++i) MoveSlot(i + 1, i);
     keys_[i] = packed;
     handles_[i] = new_key.handle;
-    return true;
   }
 
   bool Contains(const FreeChunkKey& key) const {
@@ -90,16 +108,18 @@ class FreeBin {
     return i < count_ && keys_[i] == Pack(key);
   }
 
-  // The first key with size >= `min_size`, if any.
-  std::optional<FreeChunkKey> FindFrom(uint64_t min_size) const {
+  // The first key with size >= `min_size` and its slot, if any (`bin` left
+  // to the caller).
+  [[gnu::always_inline]] std::optional<FreeSlot> FindFrom(
+      uint64_t min_size) const {
     if (in_tree_) {
       auto it = tree_.lower_bound(FreeChunkKey{min_size, 0, 0});
       if (it == tree_.end()) return std::nullopt;
-      return *it;
+      return FreeSlot{.key = *it};
     }
     const uint32_t i = LowerBound(Packed{min_size} << 64);
     if (i == count_) return std::nullopt;
-    return At(i);
+    return FreeSlot{.key = At(i), .slot = i};
   }
 
   // The first key >= `probe` that `accept` takes, in order.
@@ -119,7 +139,10 @@ class FreeBin {
     return std::nullopt;
   }
 
-  FreeChunkKey front() const { return in_tree_ ? *tree_.begin() : At(0); }
+  [[gnu::always_inline]] FreeSlot front() const {
+    if (in_tree_) return FreeSlot{.key = *tree_.begin()};
+    return FreeSlot{.key = At(0), .slot = 0};
+  }
   FreeChunkKey back() const {
     return in_tree_ ? *tree_.rbegin() : At(count_ - 1);
   }
@@ -194,12 +217,45 @@ class FastFreeIndex final : public BfcFreeIndex {
 
   [[gnu::always_inline]] std::optional<FreeChunkKey> FindBestFit(
       uint64_t min_size) const override {
+    const std::optional<FreeSlot> fit = FindBestFitSlot(min_size);
+    if (!fit) return std::nullopt;
+    return fit->key;
+  }
+  // FindBestFit with the fit's place, for ReplaceSlot and EraseSlot.
+  [[gnu::always_inline]] std::optional<FreeSlot> FindBestFitSlot(
+      uint64_t min_size) const {
     const int first_bin = bfc::BinNumForSize(min_size);
-    if (std::optional<FreeChunkKey> fit = bins_[first_bin].FindFrom(min_size))
+    if (std::optional<FreeSlot> fit = bins_[first_bin].FindFrom(min_size)) {
+      fit->bin = first_bin;
       return fit;
+    }
     const int next_bin = NextNonEmptyBin(first_bin);
     if (next_bin < 0) return std::nullopt;
-    return bins_[next_bin].front();
+    FreeSlot fit = bins_[next_bin].front();
+    fit.bin = next_bin;
+    return fit;
+  }
+  // Replace and Erase of `fit` from FindBestFitSlot, with no update since.
+  [[gnu::always_inline]] void ReplaceSlot(const FreeSlot& fit,
+                                          const FreeChunkKey& new_key) {
+    if (fit.slot == FreeSlot::kInTree) {
+      Replace(fit.key, new_key);
+    } else if (bfc::BinNumForSize(new_key.size) == fit.bin) {
+      bins_[fit.bin].ReplaceAt(fit.slot, new_key);
+    } else {
+      EraseSlot(fit);
+      Insert(new_key);
+    }
+  }
+  [[gnu::always_inline]] void EraseSlot(const FreeSlot& fit) {
+    if (fit.slot == FreeSlot::kInTree) {
+      Erase(fit.key);
+      return;
+    }
+    FreeBin& bin = bins_[fit.bin];
+    bin.EraseAt(fit.slot);
+    if (bin.size() == 0) non_empty_bins_ &= ~(uint32_t{1} << fit.bin);
+    --size_;
   }
 
   std::optional<FreeChunkKey> FindBestFitIf(uint64_t min_size,
