@@ -67,24 +67,24 @@ class alignas(64) BfcCore {
   [[gnu::always_inline]] void* AllocateFromIndex(uint64_t bytes,
                                                  uint64_t alignment,
                                                  int32_t stream) {
-    const std::optional<uint64_t> rounded = RoundedSize(bytes);
-    if (!rounded || *rounded > config_.memory_limit ||
-        !timestamped_chunks_.empty()) {
-      return nullptr;
-    }
+    if (!timestamped_chunks_.empty()) return nullptr;
     if (single_fast_index_ != nullptr && alignment == bfc::kMinAllocationSize) {
-      // One pool, the fast index, no filter, the best fit serves (FindChunk
-      // without its general cases).
-      const std::optional<FreeSlot> fit =
-          single_fast_index_->FindBestFitSlot(*rounded);
-      if (!fit) return nullptr;
-      FreeChunkKey chosen = fit->key;
+      // An inline policy, one pool, the fast index, no filter, the best fit
+      // serves (FindChunk without its general cases). The rounding is the
+      // inline one, not RoundedSize: an optional merged from two paths goes
+      // through memory, and its read waits for the narrower stores.
+      const std::optional<uint64_t> rounded = bfc::RoundedBytes(bytes);
+      if (!rounded || *rounded > config_.memory_limit) return nullptr;
+      const FreeSlot fit = single_fast_index_->FindBestFitSlot(*rounded);
+      if (!fit.found()) return nullptr;
+      FreeChunkKey chosen = fit.key();
       PreferHoleToTail(chosen, /*pool=*/0, *rounded, alignment,
                        /*freed_before=*/0);
-      if (chosen.handle == fit->key.handle)
-        return ServeSlot(*fit, bytes, *rounded);
+      if (chosen.handle == fit.handle) return ServeSlot(fit, bytes, *rounded);
       return ServeFit(chosen, bytes, *rounded, alignment, /*pool=*/0);
     }
+    const std::optional<uint64_t> rounded = RoundedSize(bytes);
+    if (!rounded || *rounded > config_.memory_limit) return nullptr;
     const int pool = inline_ ? 0 : PoolOf(stream, *rounded);
     return FindChunk(bytes, *rounded, alignment, /*freed_before=*/0, pool);
   }

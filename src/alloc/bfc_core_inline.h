@@ -47,10 +47,10 @@ namespace tensormem::internal {
 [[gnu::always_inline]] inline void* BfcCore::ServeSlot(const FreeSlot& fit,
                                                        uint64_t bytes,
                                                        uint64_t rounded) {
-  const ChunkHandle handle = fit.key.handle;
-  if (bfc::AlignmentPadding(fit.key.address, bfc::kMinAllocationSize) != 0)
-    return ServeFit(fit.key, bytes, rounded, bfc::kMinAllocationSize, 0);
-  if (ShouldSplit(fit.key.size, rounded, /*pool=*/0)) {
+  const ChunkHandle handle = fit.handle;
+  if (bfc::AlignmentPadding(fit.address, bfc::kMinAllocationSize) != 0)
+    return ServeFit(fit.key(), bytes, rounded, bfc::kMinAllocationSize, 0);
+  if (ShouldSplit(fit.size, rounded, /*pool=*/0)) {
     const ChunkHandle tail = SplitChunk(handle, rounded);
     single_fast_index_->ReplaceSlot(fit, map_.chunk(tail).Key(tail));
     QueueTimestamped(tail);
