@@ -70,7 +70,7 @@ class LiveTable {
   }
   // Where the handle for `address` is stored; nullptr if no block ever started
   // near it.
-  ChunkHandle* Slot(uint64_t address) const {
+  [[gnu::always_inline]] ChunkHandle* Slot(uint64_t address) const {
     const uint64_t top = (address >> kTopShift) - base_top_;  // wraps if below
     if (top >= top_.size() || top_[top] == nullptr) return nullptr;
     Leaf* leaf = (*top_[top])[(address >> kMidShift) & kMidMask].get();
@@ -78,7 +78,7 @@ class LiveTable {
     return &(*leaf)[(address >> kSlotBits) & kLeafMask];
   }
   // `address` must be a multiple of 256.
-  void Set(uint64_t address, ChunkHandle handle) {
+  [[gnu::always_inline]] void Set(uint64_t address, ChunkHandle handle) {
     if (ChunkHandle* slot = Slot(address)) {
       *slot = handle;
       return;
@@ -169,7 +169,7 @@ class AddressMap {
   void RemoveRegion(uint64_t begin);
 
   // In-use chunks by start address (a chunk's address lies in a region).
-  void AddLive(uint64_t address, ChunkHandle handle) {
+  [[gnu::always_inline]] void AddLive(uint64_t address, ChunkHandle handle) {
     live_.Set(address, handle);
     ++num_live_;
   }

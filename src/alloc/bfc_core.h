@@ -124,7 +124,8 @@ class alignas(64) BfcCore {
   }
 
  private:
-  bool ShouldSplit(uint64_t chunk_size, uint64_t rounded, int pool) const {
+  [[gnu::always_inline]] bool ShouldSplit(uint64_t chunk_size, uint64_t rounded,
+                                          int pool) const {
     if (!inline_)
       return policy_->ShouldSplit(chunk_size, rounded, PolicyPool(pool));
     return (inline_->split_at_double && chunk_size >= 2 * rounded) ||
