@@ -7,10 +7,10 @@
 // mutex, retry-on-failure and the misuse policy; nothing here locks.
 //
 // The implementation is split by concern: bfc_core.cc (allocate, free, split,
-// merge; their hot steps inline in bfc_core_inline.h), bfc_extend.cc (growing and garbage-collecting regions),
-// bfc_decommit.cc (giving back memory inside regions and taking it again),
-// bfc_timestamps.cc (timestamped frees), bfc_introspection.cc (stats, dumps,
-// invariants, failure reports).
+// merge; their hot steps inline in bfc_core_inline.h), bfc_extend.cc (growing
+// and garbage-collecting regions), bfc_decommit.cc (giving back memory inside
+// regions and taking it again), bfc_timestamps.cc (timestamped frees),
+// bfc_introspection.cc (stats, dumps, invariants, failure reports).
 #ifndef TENSORMEM_SRC_ALLOC_BFC_CORE_H_
 #define TENSORMEM_SRC_ALLOC_BFC_CORE_H_
 
