@@ -1,9 +1,11 @@
 #include "tensormem/alloc/sharded_allocator.h"
 
+#include <latch>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -62,11 +64,20 @@ TEST(ShardedAllocatorTest, ThreadsGetShardsAndAnyThreadMayFree) {
   std::unique_ptr<ShardedAllocator> sharded = MakeSharded(2, kGiB);
   void* a = nullptr;
   void* b = nullptr;
-  std::thread([&] { a = sharded->Allocate(4096); }).join();
-  std::thread([&] { b = sharded->Allocate(4096); }).join();
+  // Two threads alive at once take different shards.
+  std::latch both_allocated(2);
+  std::thread first([&] {
+    a = sharded->Allocate(4096);
+    both_allocated.arrive_and_wait();
+  });
+  std::thread second([&] {
+    b = sharded->Allocate(4096);
+    both_allocated.arrive_and_wait();
+  });
+  first.join();
+  second.join();
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  // Consecutive new threads take consecutive shards.
   EXPECT_NE(ShardOf(*sharded, a), ShardOf(*sharded, b));
   EXPECT_EQ(sharded->AllocatedSize(a), 4096u);
   EXPECT_EQ(sharded->GetStats()->bytes_in_use, 8192u);
@@ -80,6 +91,40 @@ TEST(ShardedAllocatorTest, ThreadsGetShardsAndAnyThreadMayFree) {
   EXPECT_EQ(sharded->GetStats()->bytes_in_use, 4096u);
   EXPECT_TRUE(sharded->CheckedDeallocate(b).ok());
   EXPECT_EQ(sharded->GetStats()->bytes_in_use, 0u);
+}
+
+// Threads that came and went before give their numbers back: a long-lived
+// thread and three new ones, alive at once, still take four different shards
+// (with numbers handed out by a counter, three threads in between put the
+// fourth new one on the long-lived thread's shard).
+TEST(ShardedAllocatorTest, ThreadsAliveAtOnceTakeDifferentShards) {
+  std::unique_ptr<ShardedAllocator> sharded = MakeSharded(4, kGiB);
+  std::vector<void*> blocks;
+  blocks.push_back(sharded->Allocate(4096));  // this thread, long-lived
+  for (int i = 0; i < 3; ++i) {
+    std::thread([&] { sharded->Deallocate(sharded->Allocate(4096)); }).join();
+  }
+  std::mutex mutex;
+  std::latch all_allocated(3);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&] {
+      void* block = sharded->Allocate(4096);
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        blocks.push_back(block);
+      }
+      all_allocated.arrive_and_wait();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  std::set<int> shards;
+  for (void* block : blocks) {
+    ASSERT_NE(block, nullptr);
+    shards.insert(ShardOf(*sharded, block));
+  }
+  EXPECT_EQ(shards.size(), 4u);
+  for (void* block : blocks) sharded->Deallocate(block);
 }
 
 TEST(ShardedAllocatorTest, AFullShardPassesTheRequestOn) {

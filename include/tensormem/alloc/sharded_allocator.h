@@ -3,10 +3,12 @@
 //
 // One BfcAllocator serialises every call on its mutex: two threads on
 // independent streams get no more done than one. Here a thread allocates from
-// shard (thread number % shards), taking only that shard's lock; a free goes
-// to the shard whose address range holds the pointer (found without a lock:
-// the shards' upstreams reserve disjoint, fixed ranges), so a block may be
-// freed by any thread. The price: memory freed in one shard does not serve
+// shard (thread number % shards), taking only that shard's lock (a thread
+// holds the lowest number free when it first allocates, until it exits, so
+// threads alive at once take different shards while there are enough); a free
+// goes to the shard whose address range holds the pointer (found without a
+// lock: the shards' upstreams reserve disjoint, fixed ranges), so a block may
+// be freed by any thread. The price: memory freed in one shard does not serve
 // another, and each shard gets limit / shards. A request its own shard cannot
 // serve is tried in the others before it fails. Placements within a shard are
 // the shard's policy's.
