@@ -2,9 +2,11 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -147,6 +149,32 @@ bool FreeRangeMap::Overlaps(uintptr_t start, uint64_t size) const {
     if (previous->first + previous->second > start) return true;
   }
   return next != free_.end() && next->first < start + size;
+}
+
+bool FreeRangeMap::TakeRange(uintptr_t start, uint64_t size) {
+  auto holder = free_.upper_bound(start);
+  if (size == 0 || holder == free_.begin()) return false;
+  --holder;
+  const uint64_t offset = start - holder->first;
+  if (offset > holder->second || size > holder->second - offset) return false;
+  TakeFrom(holder, start, size);
+  return true;
+}
+
+void FreeRangeMap::TakeOverlap(uintptr_t start, uint64_t size) {
+  const uintptr_t end = start + size;
+  std::vector<std::pair<uintptr_t, uintptr_t>> overlaps;  // [begin, end)
+  auto it = free_.upper_bound(start);
+  if (it != free_.begin()) --it;
+  for (; it != free_.end() && it->first < end; ++it) {
+    const uintptr_t range_end = it->first + it->second;
+    if (range_end > start)
+      overlaps.emplace_back(std::max(it->first, start),
+                            std::min(range_end, end));
+  }
+  // Taking changes the map and so invalidates its iterators: take after the
+  // scan.
+  for (const auto& [begin, stop] : overlaps) TakeRange(begin, stop - begin);
 }
 
 }  // namespace tensormem::internal

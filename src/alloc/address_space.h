@@ -62,6 +62,11 @@ class FreeRangeMap {
 
   // Returns a range previously taken; merges it with free neighbours.
   void Release(uintptr_t start, uint64_t size);
+  // Takes [start, start + size), which must lie in one free range; false
+  // (and nothing changes) when it does not.
+  bool TakeRange(uintptr_t start, uint64_t size);
+  // Takes whatever part of [start, start + size) is free.
+  void TakeOverlap(uintptr_t start, uint64_t size);
 
   uintptr_t start() const { return start_; }
   uintptr_t end() const { return end_; }

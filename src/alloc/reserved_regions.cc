@@ -1,17 +1,16 @@
 #include "alloc/reserved_regions.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "tensormem/core/checked_math.h"
 
 namespace tensormem::internal {
 
 ReservedRegions::ReservedRegions(uint64_t capacity, uint64_t base_alignment,
-                                 uint64_t granularity) {
+                                 uint64_t granularity)
+    : decommitted_(/*start=*/0, /*size=*/0) {
   absl::StatusOr<ReservedAddressSpace> space =
       ReservedAddressSpace::Reserve(capacity, base_alignment);
   if (!space.ok()) {
@@ -60,7 +59,9 @@ void ReservedRegions::Free(void* ptr, uint64_t bytes, std::string_view owner,
   // addresses handed to another thread before it was told of the free.
   finish();
   std::lock_guard<std::mutex> lock(mutex_);
-  ForgetDecommitted(start, bytes);
+  // A decommitted range may span adjacent regions: only the part inside this
+  // one goes.
+  decommitted_.TakeOverlap(start, bytes);
   ledger_->Release(start, bytes);
 }
 
@@ -69,29 +70,13 @@ bool ReservedRegions::Decommit(
     absl::FunctionRef<bool(uintptr_t, uint64_t)> release) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (size == 0 || !ledger_->IsTaken(start, size) ||
-      OverlapsDecommitted(start, size)) {
+      decommitted_.Overlaps(start, size)) {
     ReportMisuse(owner, "decommit", start, size,
                  "is not committed memory of live regions");
     return false;
   }
   if (!release(start, size)) return false;
-  uintptr_t merged_start = start;
-  uint64_t merged_size = size;
-  auto next = decommitted_.lower_bound(start);
-  if (next != decommitted_.end() && next->first == start + size) {
-    merged_size += next->second;
-    next = decommitted_.erase(next);
-  }
-  if (next != decommitted_.begin()) {
-    const auto previous = std::prev(next);
-    if (previous->first + previous->second == start) {
-      merged_start = previous->first;
-      merged_size += previous->second;
-      decommitted_.erase(previous);
-    }
-  }
-  decommitted_.emplace(merged_start, merged_size);
-  decommitted_bytes_ += size;
+  decommitted_.Release(start, size);
   return true;
 }
 
@@ -99,65 +84,19 @@ bool ReservedRegions::Recommit(
     uintptr_t start, uint64_t size, std::string_view owner,
     absl::FunctionRef<bool(uintptr_t, uint64_t)> back) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto holder = decommitted_.upper_bound(start);
-  if (holder == decommitted_.begin() || size == 0) {
+  if (!decommitted_.TakeRange(start, size)) {
     ReportMisuse(owner, "recommit", start, size, "is not decommitted");
     return false;
   }
-  --holder;
-  const uintptr_t range_start = holder->first;
-  const uint64_t range_size = holder->second;
-  if (start - range_start > range_size ||
-      size > range_size - (start - range_start)) {
-    ReportMisuse(owner, "recommit", start, size, "is not decommitted");
-    return false;
-  }
-  if (!back(start, size)) return false;
-  decommitted_.erase(holder);
-  if (start > range_start)
-    decommitted_.emplace(range_start, start - range_start);
-  const uintptr_t end = start + size;
-  if (end < range_start + range_size)
-    decommitted_.emplace(end, range_start + range_size - end);
-  decommitted_bytes_ -= size;
-  return true;
+  if (back(start, size)) return true;
+  // Still decommitted: giving it back merges it into its range again.
+  decommitted_.Release(start, size);
+  return false;
 }
 
 uint64_t ReservedRegions::decommitted_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return decommitted_bytes_;
-}
-
-bool ReservedRegions::OverlapsDecommitted(uintptr_t start,
-                                          uint64_t size) const {
-  auto next = decommitted_.upper_bound(start);
-  if (next != decommitted_.begin()) {
-    const auto previous = std::prev(next);
-    if (previous->first + previous->second > start) return true;
-  }
-  return next != decommitted_.end() && next->first < start + size;
-}
-
-void ReservedRegions::ForgetDecommitted(uintptr_t start, uint64_t size) {
-  // A range may span adjacent regions: only the part inside this one goes.
-  const uintptr_t end = start + size;
-  std::vector<std::pair<uintptr_t, uint64_t>> overlapping;
-  auto it = decommitted_.upper_bound(start);
-  if (it != decommitted_.begin()) --it;
-  for (; it != decommitted_.end() && it->first < end; ++it) {
-    if (it->first + it->second > start) overlapping.push_back(*it);
-  }
-  // Changing a btree invalidates its iterators: edit after the scan.
-  for (const auto& [range_start, range_size] : overlapping) {
-    const uintptr_t range_end = range_start + range_size;
-    decommitted_.erase(range_start);
-    const uintptr_t cut_start = std::max(range_start, start);
-    const uintptr_t cut_end = std::min(range_end, end);
-    decommitted_bytes_ -= cut_end - cut_start;
-    if (range_start < cut_start)
-      decommitted_.emplace(range_start, cut_start - range_start);
-    if (cut_end < range_end) decommitted_.emplace(cut_end, range_end - cut_end);
-  }
+  return decommitted_.free_bytes();
 }
 
 void ReservedRegions::ReportMisuse(std::string_view owner,

@@ -21,7 +21,6 @@
 #include <string_view>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/btree_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "alloc/address_space.h"
@@ -77,10 +76,6 @@ class ReservedRegions {
   int64_t misuse_count() const;
 
  private:
-  bool OverlapsDecommitted(uintptr_t start, uint64_t size) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  void ForgetDecommitted(uintptr_t start, uint64_t size)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   void ReportMisuse(std::string_view owner, std::string_view what,
                     uintptr_t start, uint64_t size, std::string_view problem)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
@@ -89,9 +84,9 @@ class ReservedRegions {
   std::unique_ptr<ReservedAddressSpace> space_;
   mutable std::mutex mutex_;
   std::unique_ptr<RegionLedger> ledger_ ABSL_GUARDED_BY(mutex_);
-  // Decommitted ranges: start -> size, disjoint, adjacent ones merged.
-  absl::btree_map<uintptr_t, uint64_t> decommitted_ ABSL_GUARDED_BY(mutex_);
-  uint64_t decommitted_bytes_ ABSL_GUARDED_BY(mutex_) = 0;
+  // The decommitted ranges, disjoint and merged: a range map whose "free"
+  // ranges are the decommitted ones (empty at first).
+  FreeRangeMap decommitted_ ABSL_GUARDED_BY(mutex_);
 };
 
 }  // namespace tensormem::internal

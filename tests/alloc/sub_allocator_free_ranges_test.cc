@@ -49,6 +49,35 @@ TEST(FreeRangeMapTest, TakeFromTopSkipsHolesBelow) {
   EXPECT_EQ(ranges.TakeFirstFit(1024, 1), 0u);
 }
 
+TEST(FreeRangeMapTest, TakeRangeNeedsOneFreeRangeAndChangesNothingElse) {
+  FreeRangeMap ranges(0, 4096);
+  ASSERT_TRUE(ranges.TakeRange(1024, 1024));  // [0, 1024) and [2048, 4096)
+  EXPECT_EQ(ranges.range_count(), 2u);
+  EXPECT_FALSE(ranges.TakeRange(512, 1024));  // crosses a taken range
+  EXPECT_FALSE(ranges.TakeRange(1024, 256));  // taken
+  EXPECT_FALSE(ranges.TakeRange(3840, 512));  // past the end
+  EXPECT_FALSE(ranges.TakeRange(2048, 0));    // empty
+  EXPECT_EQ(ranges.free_bytes(), 3072u);
+  EXPECT_TRUE(ranges.TakeRange(2048, 2048));  // a whole range
+  EXPECT_EQ(ranges.range_count(), 1u);
+  EXPECT_TRUE(ranges.Overlaps(768, 512));
+  EXPECT_FALSE(ranges.Overlaps(1024, 3072));
+}
+
+TEST(FreeRangeMapTest, TakeOverlapTakesOnlyWhatIsFree) {
+  FreeRangeMap ranges(0, 8192);
+  ASSERT_TRUE(ranges.TakeRange(2048, 1024));  // [0, 2048), [3072, 8192)
+  ranges.TakeOverlap(1024, 4096);             // across the taken range
+  EXPECT_EQ(ranges.free_bytes(), 1024u + 3072u);
+  EXPECT_EQ(ranges.range_count(), 2u);  // [0, 1024) and [5120, 8192)
+  EXPECT_FALSE(ranges.Overlaps(1024, 4096));
+  EXPECT_TRUE(ranges.Overlaps(0, 1));
+  EXPECT_TRUE(ranges.Overlaps(5120, 1));
+  ranges.TakeOverlap(0, 8192);
+  EXPECT_EQ(ranges.free_bytes(), 0u);
+  EXPECT_EQ(ranges.range_count(), 0u);
+}
+
 // The obviously-correct model: one flag per byte of a small space.
 class ByteMap {
  public:
