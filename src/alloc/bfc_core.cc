@@ -192,17 +192,6 @@ ChunkHandle BfcCore::TryToCoalesce(ChunkHandle handle, bool ignore_freed_at) {
   return result;
 }
 
-// The slow paths in other files (decommit) split and merge through these:
-// the versions above are inline in this file only.
-ChunkHandle BfcCore::SplitChunkOutOfLine(ChunkHandle handle,
-                                         uint64_t head_bytes) {
-  return SplitChunk(handle, head_bytes);
-}
-
-void BfcCore::MergeOutOfLine(ChunkHandle first, ChunkHandle second) {
-  Merge(first, second);
-}
-
 void BfcCore::QueueStamped(ChunkHandle handle) {
   timestamped_chunks_.push_back({handle, map_.chunk(handle).generation});
 }

@@ -174,9 +174,6 @@ class alignas(64) BfcCore {
   void* MarkInUse(ChunkHandle handle, uint64_t bytes);
   // Cuts `handle` at `head_bytes`; returns the new tail chunk (not indexed).
   ChunkHandle SplitChunk(ChunkHandle handle, uint64_t head_bytes);
-  // SplitChunk and Merge for the slow paths outside bfc_core.cc.
-  ChunkHandle SplitChunkOutOfLine(ChunkHandle handle, uint64_t head_bytes);
-  void MergeOutOfLine(ChunkHandle first, ChunkHandle second);
   // Merges free neighbours into `handle` (not indexed); returns the result.
   ChunkHandle TryToCoalesce(ChunkHandle handle, bool ignore_freed_at);
   void Merge(ChunkHandle first, ChunkHandle second);
@@ -237,6 +234,8 @@ class alignas(64) BfcCore {
   // use (the pool shrinks from its end); the bytes returned.
   uint64_t TrimTrailingPieces();
   uint64_t TrailingFreePieceBytes() const;
+  // What the limit still allows the pool to take (0 when it is reached).
+  uint64_t Headroom() const;
 
   // bfc_decommit.cc
   // The granule in which free memory inside regions is decommitted (0: never).

@@ -2,9 +2,8 @@
 //
 // Included by the allocator's request path (bfc_allocator.cc), so that an
 // allocation and a free are each one function: a call's saving and restoring
-// of registers costs as much as a step's work. Also by bfc_core.cc, whose
-// general paths use them; the other engine files split and merge through
-// BfcCore's out-of-line versions.
+// of registers costs as much as a step's work. Also by the engine files whose
+// general paths use them (bfc_core.cc, bfc_decommit.cc).
 //
 //   #include "alloc/bfc_core_inline.h"
 //   if (!core->FreeIfLive(ptr)) status = core->DiagnoseBadFree(ptr);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "alloc/bfc_core.h"
+#include "alloc/bfc_core_inline.h"
 #include "tensormem/core/checked_math.h"
 
 namespace tensormem::internal {
@@ -85,11 +86,11 @@ bool BfcCore::DecommitInside(ChunkHandle handle) {
   RemoveFree(handle);
   ChunkHandle middle = handle;
   if (begin > map_.chunk(handle).address) {
-    middle = SplitChunkOutOfLine(handle, begin - map_.chunk(handle).address);
+    middle = SplitChunk(handle, begin - map_.chunk(handle).address);
     InsertFree(handle);
   }
   if (end < map_.chunk(middle).end()) {
-    InsertFree(SplitChunkOutOfLine(middle, end - begin));
+    InsertFree(SplitChunk(middle, end - begin));
   }
   map_.chunk(middle).allocation_id = BfcChunk::kDecommittedChunkId;
   stats_.pool_bytes -= end - begin;
@@ -100,12 +101,12 @@ bool BfcCore::DecommitInside(ChunkHandle handle) {
   const ChunkHandle next = map_.chunk(middle).next;
   if (next != kInvalidChunk && map_.chunk(next).decommitted()) {
     decommitted_chunks_.erase(next);
-    MergeOutOfLine(middle, next);
+    Merge(middle, next);
   }
   const ChunkHandle prev = map_.chunk(middle).prev;
   if (prev != kInvalidChunk && map_.chunk(prev).decommitted()) {
     decommitted_chunks_.erase(middle);
-    MergeOutOfLine(prev, middle);
+    Merge(prev, middle);
   }
   return true;
 }
@@ -113,7 +114,7 @@ bool BfcCore::DecommitInside(ChunkHandle handle) {
 uint64_t BfcCore::FreeBytesToMerge(ChunkHandle handle) const {
   if (handle == kInvalidChunk) return 0;
   const BfcChunk& chunk = map_.chunk(handle);
-  return chunk.is_free() && chunk.freed_at_count == 0 ? chunk.size : 0;
+  return chunk.Mergeable() ? chunk.size : 0;
 }
 
 void BfcCore::ConsiderRecommits(ChunkHandle handle, uint64_t rounded,
@@ -156,9 +157,7 @@ void* BfcCore::RecommitAndFind(uint64_t bytes, uint64_t rounded,
                                uint64_t freed_before, int pool) {
   const std::optional<RecommitChoice> best = CheapestRecommit(rounded, pool);
   if (!best) return nullptr;
-  const uint64_t headroom = stats_.pool_bytes >= config_.memory_limit
-                                ? 0
-                                : config_.memory_limit - stats_.pool_bytes;
+  const uint64_t headroom = Headroom();
   if (best->bytes > headroom) return nullptr;
   // On a tie the recommit wins, reusing addresses instead of taking new ones.
   const uint64_t extension = ExtensionBytes(rounded, pool);
@@ -168,12 +167,12 @@ void* BfcCore::RecommitAndFind(uint64_t bytes, uint64_t rounded,
     return nullptr;
   ChunkHandle part = best->chunk;
   if (best->offset > 0) {
-    part = SplitChunkOutOfLine(best->chunk, best->offset);
+    part = SplitChunk(best->chunk, best->offset);
   } else {
     decommitted_chunks_.erase(part);
   }
   if (map_.chunk(part).size > best->bytes) {
-    const ChunkHandle rest = SplitChunkOutOfLine(part, best->bytes);
+    const ChunkHandle rest = SplitChunk(part, best->bytes);
     map_.chunk(rest).allocation_id = BfcChunk::kDecommittedChunkId;
     decommitted_chunks_.insert(rest);
   }

@@ -16,13 +16,17 @@ BfcCore::~BfcCore() {
   }
 }
 
-bool BfcCore::Extend(uint64_t rounded, uint64_t alignment, int pool,
-                     bool use_free_tail, bool* relied_on_tail) {
+uint64_t BfcCore::Headroom() const {
   // An upstream may hand back more than asked, so the pool can exceed the
   // limit.
-  const uint64_t headroom = stats_.pool_bytes >= config_.memory_limit
-                                ? 0
-                                : config_.memory_limit - stats_.pool_bytes;
+  return stats_.pool_bytes >= config_.memory_limit
+             ? 0
+             : config_.memory_limit - stats_.pool_bytes;
+}
+
+bool BfcCore::Extend(uint64_t rounded, uint64_t alignment, int pool,
+                     bool use_free_tail, bool* relied_on_tail) {
+  const uint64_t headroom = Headroom();
   GrowthRequest request;
   request.rounded = rounded;
   request.alignment = alignment;
@@ -149,9 +153,7 @@ bool BfcCore::DeallocateFreeRegions(uint64_t rounded) {
   const uint64_t trimmable = TrailingFreePieceBytes();
   if (total_free + trimmable == 0) return false;
   // Only worth it when the freed memory plus the headroom can hold the request.
-  const uint64_t headroom = stats_.pool_bytes >= config_.memory_limit
-                                ? 0
-                                : config_.memory_limit - stats_.pool_bytes;
+  const uint64_t headroom = Headroom();
   if (rounded > headroom + total_free + trimmable) return false;
   DeallocateRegions(starts);
   TrimTrailingPieces();

@@ -159,8 +159,7 @@ absl::Status BfcCore::CheckChunk(ChunkHandle h, ChunkHandle prev,
       return absl::InternalError(absl::StrFormat(
           "free chunk 0x%x of %d bytes is not in its bin", c.address, c.size));
     }
-    if (before != nullptr && before->is_free() && before->freed_at_count == 0 &&
-        c.freed_at_count == 0) {
+    if (before != nullptr && before->Mergeable() && c.Mergeable()) {
       return absl::InternalError(
           absl::StrFormat("free chunks at 0x%x and 0x%x were not merged",
                           before->address, c.address));
