@@ -207,8 +207,7 @@ class FastFreeIndex final : public BfcFreeIndex {
   [[gnu::always_inline]] bool Erase(const FreeChunkKey& key) override {
     const int bin = bfc::BinNumForSize(key.size);
     if (!bins_[bin].Erase(key)) return false;
-    if (bins_[bin].size() == 0) non_empty_bins_ &= ~(uint32_t{1} << bin);
-    --size_;
+    NoteErased(bin);
     return true;
   }
 
@@ -267,10 +266,8 @@ class FastFreeIndex final : public BfcFreeIndex {
       Erase(fit.key());
       return;
     }
-    FreeBin& bin = bins_[fit.bin];
-    bin.EraseAt(fit.slot);
-    if (bin.size() == 0) non_empty_bins_ &= ~(uint32_t{1} << fit.bin);
-    --size_;
+    bins_[fit.bin].EraseAt(fit.slot);
+    NoteErased(fit.bin);
   }
 
   std::optional<FreeChunkKey> FindBestFitIf(uint64_t min_size,
@@ -303,6 +300,11 @@ class FastFreeIndex final : public BfcFreeIndex {
   int NextNonEmptyBin(int bin) const {
     const uint32_t later = non_empty_bins_ & ~((uint32_t{2} << bin) - 1);
     return later == 0 ? -1 : std::countr_zero(later);
+  }
+  // The bookkeeping after a key left `bin`.
+  [[gnu::always_inline]] void NoteErased(int bin) {
+    if (bins_[bin].size() == 0) non_empty_bins_ &= ~(uint32_t{1} << bin);
+    --size_;
   }
 
   FreeBin bins_[bfc::kNumBins];

@@ -24,17 +24,20 @@ void FaultInjectingSubAllocator::SetShortfall(size_t shortfall) {
   shortfall_ = shortfall;
 }
 
+bool FaultInjectingSubAllocator::CountCallAndFail() {
+  const int64_t call_number = ++alloc_calls_;
+  if (!fail_always_ && !failing_calls_.contains(call_number)) return false;
+  ++failed_allocs_;
+  return true;
+}
+
 void* FaultInjectingSubAllocator::Alloc(size_t bytes, size_t alignment,
                                         size_t* bytes_received) {
   *bytes_received = 0;
   size_t shortfall;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const int64_t call_number = ++alloc_calls_;
-    if (fail_always_ || failing_calls_.contains(call_number)) {
-      ++failed_allocs_;
-      return nullptr;
-    }
+    if (CountCallAndFail()) return nullptr;
     shortfall = shortfall_;
   }
   size_t real_bytes = 0;
@@ -90,11 +93,7 @@ bool FaultInjectingSubAllocator::Decommit(void* ptr, size_t bytes) {
 bool FaultInjectingSubAllocator::Recommit(void* ptr, size_t bytes) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const int64_t call_number = ++alloc_calls_;
-    if (fail_always_ || failing_calls_.contains(call_number)) {
-      ++failed_allocs_;
-      return false;
-    }
+    if (CountCallAndFail()) return false;
   }
   const bool recommitted = wrapped_->Recommit(ptr, bytes);
   std::lock_guard<std::mutex> lock(mutex_);

@@ -13,6 +13,29 @@
 #include "tensormem/core/checked_math.h"
 
 namespace tensormem {
+namespace {
+
+// Makes [begin, begin + length) readable and writable, backing it on first
+// touch; reports a refusal on stderr, naming what it was for.
+bool CommitPages(uintptr_t begin, uint64_t length, const char* what) {
+  if (mprotect(reinterpret_cast<void*>(begin), length,
+               PROT_READ | PROT_WRITE) == 0) {
+    return true;
+  }
+  std::fprintf(stderr, "tensormem: vmm: cannot %s %llu bytes: %s\n", what,
+               static_cast<unsigned long long>(length), std::strerror(errno));
+  return false;
+}
+
+// Drops the pages first so that their memory returns to the system even if
+// the protection change fails; then makes the range inaccessible again.
+bool DropPages(uintptr_t begin, uint64_t length) {
+  void* pages = reinterpret_cast<void*>(begin);
+  madvise(pages, length, MADV_DONTNEED);
+  return mprotect(pages, length, PROT_NONE) == 0;
+}
+
+}  // namespace
 
 VmmSubAllocator::VmmSubAllocator(uint64_t capacity,
                                  std::vector<Visitor> alloc_visitors,
@@ -39,19 +62,12 @@ void* VmmSubAllocator::Alloc(size_t bytes, size_t alignment,
   }
   const std::optional<uint64_t> size = CheckedRoundUp(bytes, granularity_);
   if (!size) return nullptr;
-  const std::optional<uintptr_t> start = regions_->Take(
-      *size, alignment < granularity_ ? granularity_ : alignment,
-      internal::ReservedRegions::Placement::kTopThenFirstFit,
-      [](uintptr_t begin, uint64_t length) {
-        if (mprotect(reinterpret_cast<void*>(begin), length,
-                     PROT_READ | PROT_WRITE) == 0) {
-          return true;
-        }
-        std::fprintf(stderr, "tensormem: vmm: cannot commit %llu bytes: %s\n",
-                     static_cast<unsigned long long>(length),
-                     std::strerror(errno));
-        return false;
-      });
+  const std::optional<uintptr_t> start =
+      regions_->Take(*size, alignment < granularity_ ? granularity_ : alignment,
+                     internal::ReservedRegions::Placement::kTopThenFirstFit,
+                     [](uintptr_t begin, uint64_t length) {
+                       return CommitPages(begin, length, "commit");
+                     });
   if (!start) return nullptr;
   *bytes_received = *size;
   void* region = reinterpret_cast<void*>(*start);
@@ -63,37 +79,21 @@ void VmmSubAllocator::Free(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   regions_->Free(ptr, bytes, Name(), [&] {
     VisitFree(ptr, /*index=*/0, bytes);
-    // Drop the pages first so their memory returns to the system even if
-    // the protection change fails; then make the range inaccessible again.
-    madvise(ptr, bytes, MADV_DONTNEED);
-    mprotect(ptr, bytes, PROT_NONE);
+    DropPages(reinterpret_cast<uintptr_t>(ptr), bytes);
   });
 }
 
 bool VmmSubAllocator::Decommit(void* ptr, size_t bytes) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
   if (start % granularity_ != 0 || bytes % granularity_ != 0) return false;
-  return regions_->Decommit(start, bytes, Name(),
-                            [](uintptr_t at, uint64_t length) {
-                              void* pages = reinterpret_cast<void*>(at);
-                              madvise(pages, length, MADV_DONTNEED);
-                              return mprotect(pages, length, PROT_NONE) == 0;
-                            });
+  return regions_->Decommit(start, bytes, Name(), DropPages);
 }
 
 bool VmmSubAllocator::Recommit(void* ptr, size_t bytes) {
-  return regions_->Recommit(
-      reinterpret_cast<uintptr_t>(ptr), bytes, Name(),
-      [](uintptr_t at, uint64_t length) {
-        if (mprotect(reinterpret_cast<void*>(at), length,
-                     PROT_READ | PROT_WRITE) == 0) {
-          return true;
-        }
-        std::fprintf(stderr, "tensormem: vmm: cannot recommit %llu bytes: %s\n",
-                     static_cast<unsigned long long>(length),
-                     std::strerror(errno));
-        return false;
-      });
+  return regions_->Recommit(reinterpret_cast<uintptr_t>(ptr), bytes, Name(),
+                            [](uintptr_t at, uint64_t length) {
+                              return CommitPages(at, length, "recommit");
+                            });
 }
 
 uint64_t VmmSubAllocator::committed_bytes() const {

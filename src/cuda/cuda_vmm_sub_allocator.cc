@@ -221,25 +221,24 @@ bool CudaVmmSubAllocator::CanChange(uintptr_t start, uint64_t size,
   return true;
 }
 
-void CudaVmmSubAllocator::ReportRefused(std::string_view call, uintptr_t start,
-                                        uint64_t size) {
+bool CudaVmmSubAllocator::CheckChange(uintptr_t start, uint64_t size,
+                                      bool mapped) {
+  if (CanChange(start, size, mapped)) return true;
   ReportFailedFree(
       CUDA_ERROR_INVALID_VALUE,
-      absl::StrCat(std::string(call), " of ", DescribeBytes(size),
-                   " at offset ", start - base_,
-                   ": not whole granules of one region with ",
-                   call == "decommit" ? "every granule mapped"
-                                      : "every granule decommitted"));
+      absl::StrCat(mapped ? "decommit" : "recommit", " of ",
+                   DescribeBytes(size), " at offset ", start - base_,
+                   ": not whole granules of one region with every granule ",
+                   mapped ? "mapped" : "decommitted"));
+  return false;
 }
 
 bool CudaVmmSubAllocator::Decommit(void* ptr, size_t bytes) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!CanChange(start, bytes, /*mapped=*/true)) {
-    ReportRefused("decommit", start, bytes);
+  if (!CheckChange(start, bytes, /*mapped=*/true) || !MakeCurrent()) {
     return false;
   }
-  if (!MakeCurrent()) return false;
   Unback(start, bytes);
   return true;
 }
@@ -247,11 +246,8 @@ bool CudaVmmSubAllocator::Decommit(void* ptr, size_t bytes) {
 bool CudaVmmSubAllocator::Recommit(void* ptr, size_t bytes) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!CanChange(start, bytes, /*mapped=*/false)) {
-    ReportRefused("recommit", start, bytes);
-    return false;
-  }
-  return MakeCurrent() && Back(start, bytes, granularity_);
+  return CheckChange(start, bytes, /*mapped=*/false) && MakeCurrent() &&
+         Back(start, bytes, granularity_);
 }
 
 uint64_t CudaVmmSubAllocator::mapped_bytes() const {

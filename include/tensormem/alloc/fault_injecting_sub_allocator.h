@@ -79,6 +79,9 @@ class FaultInjectingSubAllocator final : public SubAllocator {
     size_t real_bytes;
     size_t decommitted_bytes = 0;
   };
+  // Counts an Alloc (or Recommit) call; true when it is to fail (counted
+  // as failed).
+  bool CountCallAndFail() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // Moves [ptr, ptr + bytes) into (or out of) the decommitted bytes of the
   // live regions it lies in.
   void CountDecommitted(const void* ptr, size_t bytes, bool decommitted)

@@ -29,7 +29,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -105,7 +104,9 @@ class CudaVmmSubAllocator final : public CudaSubAllocatorBase {
   // and every granule in the range is mapped (`mapped`) or none is.
   bool CanChange(uintptr_t start, uint64_t size, bool mapped) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  void ReportRefused(std::string_view call, uintptr_t start, uint64_t size);
+  // CanChange, reporting and counting a refusal in failed_frees().
+  bool CheckChange(uintptr_t start, uint64_t size, bool mapped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
 
   const std::vector<int> access_devices_;
   const CUdeviceptr base_;
