@@ -6,6 +6,7 @@
 //
 //   ./bench/solver_hard_benchmark --count 200 --seconds 3
 //   ./bench/solver_hard_benchmark --count 200 --write /tmp/hard  # CSVs too
+//   ./bench/solver_hard_benchmark --count 200 --write /tmp/hard --stats
 //   ./bench/solver_hard_benchmark --family calibrated --stats
 //
 // Flags: --count N (100), --first-seed S (1), --seconds T (wall limit per
@@ -15,8 +16,8 @@
 // column layout, for other solvers), --verbose (a line per instance),
 // --family default|calibrated (CalibratedHardOptions: fitted to the
 // challenging sets' statistics), --stats (per instance: buffers, sections,
-// full sections, fill; no search). CPU seconds come from getrusage, so they
-// add up all threads.
+// full sections, fill; no search; with --write: write the CSVs only). CPU
+// seconds come from getrusage, so they add up all threads.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -117,6 +118,18 @@ void PrintStats(uint64_t seed, const solver_internal::HardInstance& hard) {
                       static_cast<double>(last - first)));
 }
 
+// DIR/hard_<seed>.csv; a directory that cannot be written is an error.
+bool WriteInstance(const std::string& dir, uint64_t seed,
+                   const solver_internal::HardInstance& hard) {
+  const std::string path = dir + "/hard_" + std::to_string(seed) + ".csv";
+  std::ofstream out(path);
+  out << FormatBufferSetCsv(hard.set);
+  if (out.good()) return true;
+  std::fprintf(stderr, "%s: cannot write (does the directory exist?)\n",
+               path.c_str());
+  return false;
+}
+
 int Run(const Flags& flags) {
   const solver_internal::HardInstanceOptions family =
       flags.calibrated ? solver_internal::CalibratedHardOptions()
@@ -129,13 +142,11 @@ int Run(const Flags& flags) {
     const uint64_t seed = flags.first_seed + k;
     const solver_internal::HardInstance hard =
         solver_internal::MakeHardInstance(seed, family);
+    if (!flags.write_dir.empty() && !WriteInstance(flags.write_dir, seed, hard))
+      return 1;
     if (flags.stats) {
       PrintStats(seed, hard);
       continue;
-    }
-    if (!flags.write_dir.empty()) {
-      std::ofstream(flags.write_dir + "/hard_" + std::to_string(seed) + ".csv")
-          << FormatBufferSetCsv(hard.set);
     }
     OptimalPlanOptions options;
     options.capacity = hard.capacity;

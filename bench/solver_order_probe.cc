@@ -4,16 +4,20 @@
 //
 //   ./bench/solver_order_probe --csv data/minimalloc/challenging/B.1048576.csv
 //   ./bench/solver_order_probe --seed 7 --orders 20 --limit 200000
+//   ./bench/solver_order_probe --csv packed.csv --guide  # its offset column
 //
 // Flags: --csv PATH (capacity --capacity, default 1048576) or --seed S (a
-// generated hard instance at its capacity); --orders K (orders 0..K-1; the
-// first five are the base orders, later ones perturbed), --limit N (node
-// limit per order, 1,000,000), --no-rerank, --guide (a hard instance's own
-// packing guides the search: its choices show where that packing departs
-// from each order's first tries). For every fit it prints, per placement
+// generated hard instance at its capacity; --family calibrated for
+// CalibratedHardOptions); --orders K (orders 0..K-1; the first five are the
+// base orders, later ones perturbed), --limit N (node limit per order,
+// 1,000,000), --no-rerank, --guide (a known packing guides the search: a
+// hard instance's own, or the CSV's offset column, e.g. another solver's
+// output; its choices show where that packing departs from each order's
+// first tries). For every fit it prints, per placement
 // that was not its node's first candidate, depth:position:nodes spent on
 // the failed siblings before it (all of them with --guide, else those
 // costing at least 1% of the run): where the nodes went.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -24,15 +28,26 @@
 #include "plan/solver/problem.h"
 #include "plan/solver/static_orders.h"
 #include "tensormem/plan/buffer_set.h"
+#include "tensormem/plan/checker.h"
 
 namespace tensormem {
 namespace {
+
+// The CSV's offset column, per buffer; empty unless every buffer has one.
+std::vector<uint64_t> GivenOffsets(const BufferSet& set) {
+  std::vector<uint64_t> offsets;
+  for (const Buffer& b : set.buffers) {
+    if (!b.offset) return {};
+    offsets.push_back(*b.offset);
+  }
+  return offsets;
+}
 
 int Main(int argc, char** argv) {
   std::string csv;
   uint64_t seed = 0, limit = 1000000, capacity = 1048576;
   int orders = solver_internal::kBaseOrderCount;
-  bool rerank = true, guided = false;
+  bool rerank = true, guided = false, calibrated = false;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     const bool has_value = i + 1 < argc;
@@ -46,6 +61,8 @@ int Main(int argc, char** argv) {
       limit = std::strtoull(argv[++i], nullptr, 10);
     } else if (flag == "--capacity" && has_value) {
       capacity = std::strtoull(argv[++i], nullptr, 10);
+    } else if (flag == "--family" && has_value) {
+      calibrated = std::string(argv[++i]) == "calibrated";
     } else if (flag == "--guide") {
       guided = true;
     } else if (flag == "--no-rerank") {
@@ -65,9 +82,11 @@ int Main(int argc, char** argv) {
       return 1;
     }
     set = *read;
+    packing = GivenOffsets(set);
   } else if (seed != 0) {
-    solver_internal::HardInstance hard =
-        solver_internal::MakeHardInstance(seed, {});
+    solver_internal::HardInstance hard = solver_internal::MakeHardInstance(
+        seed, calibrated ? solver_internal::CalibratedHardOptions()
+                         : solver_internal::HardInstanceOptions{});
     set = hard.set;
     capacity = hard.capacity;
     packing = hard.offsets;
@@ -82,8 +101,24 @@ int Main(int argc, char** argv) {
   std::vector<uint64_t> guide;
   if (guided) {
     if (packing.empty()) {
-      std::fprintf(stderr, "--guide needs --seed\n");
+      std::fprintf(stderr,
+                   "--guide needs --seed or a CSV with an offset column on "
+                   "every row\n");
       return 2;
+    }
+    if (!csv.empty()) {
+      // A guide must be a valid packing within the capacity.
+      const absl::Status valid = CheckPlacement(set);
+      uint64_t top = 0;
+      for (const Buffer& b : set.buffers)
+        top = std::max(top, *b.offset + b.size);
+      if (!valid.ok() || top > capacity) {
+        std::fprintf(
+            stderr, "%s: the offsets are no packing within %llu: %s\n",
+            csv.c_str(), static_cast<unsigned long long>(capacity),
+            valid.ok() ? "too high" : std::string(valid.message()).c_str());
+        return 1;
+      }
     }
     for (int source : problem->source_index) guide.push_back(packing[source]);
   }

@@ -2,16 +2,26 @@
 """Runs `tensormem plan --strategy optimal` (any build of it) on every CSV in
 a directory as a feasibility question, and counts the fits and their CPU time.
 
-Use it to compare two builds (or another solver wrapped in a script taking the
-same arguments) on the instances solver_hard_benchmark --write produced:
+Use it to compare two builds, or a build and another solver wrapped in a
+script taking the same arguments (`plan PATH --strategy optimal --capacity C
+--time-limit Ns --json`, exit 0 for a fit), on the instances
+solver_hard_benchmark --write produced:
 
   ./build/default/bench/solver_hard_benchmark --count 200 --write /tmp/hard
   tools/solver_compare.py --binary ./build/default/tensormem --dir /tmp/hard \
       --capacity 1048576 --time-limit 2
+  tools/solver_compare.py --binary ./build/default/tensormem \
+      --binary /work/minimalloc-ref/run.sh --dir /tmp/hard --verbose
 
-CPU seconds are the child's user+system time (os.wait4), so a loaded machine
-does not inflate them; an instance counts as fitting within the CPU budget
-when it fits and its CPU time is at most --cpu-budget (default 1 s).
+With several --binary, each instance is run by every solver in turn (the
+order rotates from one instance to the next), so load affects them alike;
+the summary then lists the instances one solver fits within the budget and
+another does not.
+
+CPU seconds are the child's user+system time (os.wait4, which includes the
+child's own waited-for children), so a loaded machine does not inflate them;
+an instance counts as fitting within the CPU budget when it fits and its CPU
+time is at most --cpu-budget (default 1 s).
 """
 import argparse
 import glob
@@ -30,9 +40,48 @@ def run_one(binary, path, capacity, time_limit):
     return os.waitstatus_to_exitcode(status) == 0, cpu
 
 
+def run_all(args, paths):
+    """Returns {binary: {name: (fits, cpu)}}, solvers rotating per instance."""
+    results = {binary: {} for binary in args.binary}
+    for index, path in enumerate(paths):
+        name = os.path.basename(path)
+        shift = index % len(args.binary)
+        for binary in args.binary[shift:] + args.binary[:shift]:
+            ok, cpu = run_one(binary, path, args.capacity, args.time_limit)
+            results[binary][name] = (ok, cpu)
+            if args.verbose:
+                print(f"{name} {binary} {'fits' if ok else 'no fit'} "
+                      f"cpu {cpu:.3f} s", flush=True)
+    return results
+
+
+def within(result, budget):
+    ok, cpu = result
+    return ok and cpu <= budget
+
+
+def print_summary(args, results):
+    for binary, by_name in results.items():
+        fits = sum(ok for ok, _ in by_name.values())
+        fast = sum(within(r, args.cpu_budget) for r in by_name.values())
+        total_cpu = sum(cpu for _, cpu in by_name.values())
+        print(f"{binary}: instances {len(by_name)}  fits {fits}  fits within "
+              f"{args.cpu_budget:g} CPU-s {fast}  total CPU {total_cpu:.1f} s")
+    for first in args.binary:
+        for second in args.binary:
+            if first == second:
+                continue
+            only = [name for name in sorted(results[first])
+                    if within(results[first][name], args.cpu_budget) and
+                    not within(results[second][name], args.cpu_budget)]
+            print(f"within {args.cpu_budget:g} CPU-s by {first} only "
+                  f"(not {second}): {len(only)} {' '.join(only)}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--binary", required=True, help="tensormem binary")
+    parser.add_argument("--binary", required=True, action="append",
+                        help="tensormem binary or wrapper (repeatable)")
     parser.add_argument("--dir", required=True, help="directory of CSVs")
     parser.add_argument("--capacity", type=int, default=1048576)
     parser.add_argument("--time-limit", type=float, default=2,
@@ -44,18 +93,7 @@ def main():
     if not paths:
         print(f"{args.dir}: no .csv files", file=sys.stderr)
         return 1
-    fits = within = 0
-    total_cpu = 0.0
-    for path in paths:
-        ok, cpu = run_one(args.binary, path, args.capacity, args.time_limit)
-        total_cpu += cpu
-        fits += ok
-        within += ok and cpu <= args.cpu_budget
-        if args.verbose:
-            print(f"{os.path.basename(path)} {'fits' if ok else 'no fit'} "
-                  f"cpu {cpu:.3f} s")
-    print(f"instances {len(paths)}  fits {fits}  fits within "
-          f"{args.cpu_budget:g} CPU-s {within}  total CPU {total_cpu:.1f} s")
+    print_summary(args, run_all(args, paths))
     return 0
 
 
