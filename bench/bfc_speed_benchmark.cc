@@ -3,7 +3,8 @@
 // Replay: the replay loop (trace parsed and prepared first, allocator warmed
 // by one pass) over five real training traces and a synthetic 1M-event
 // training trace, for the `tf` and `tight` policies; ns/op is the CPU time per
-// allocation or free. Threads: 1, 2 and 4 threads each replaying their own
+// allocation or free. Cold: one pass from a new allocator each time (growth
+// included, as the policy table of `bench --policies` times it). Threads: 1, 2 and 4 threads each replaying their own
 // stream into ONE allocator; compare items_per_second (wall time) across
 // thread counts. Threads/<policy>-sharded: the same into a sharded allocator
 // of 4 shards (each thread its own), with the memory held (peak_pool_MiB).
@@ -13,7 +14,8 @@
 //
 // --count runs one warm pass, then --passes (default 1) passes inside
 // CountedPasses, and prints the operations made: tools/bfc_instructions.py
-// runs it under callgrind, collecting inside CountedPasses only.
+// runs it under callgrind, collecting inside CountedPasses only. With --cold
+// the counted pass is the first, from an empty allocator.
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -66,6 +68,26 @@ void BM_Replay(benchmark::State& state, std::string policy,
   SetPerOpCounters(state, operations);
 }
 
+// One pass from a new, empty allocator, as the policy table times it: growth
+// and the first use of every region included.
+void BM_ColdReplay(benchmark::State& state, std::string policy,
+                   std::string workload) {
+  const PreparedTrace& trace = Workload(workload);
+  std::vector<void*> blocks(trace.slot_count(), nullptr);
+  int64_t operations = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::unique_ptr<Allocator> allocator =
+        MakeSpeedAllocator(policy, kCapacity);
+    state.ResumeTiming();
+    operations += ReplayPass(trace, *allocator, blocks);
+    state.PauseTiming();
+    allocator.reset();
+    state.ResumeTiming();
+  }
+  SetPerOpCounters(state, operations);
+}
+
 // One allocator per (policy, shards, workload, thread count), shared by the
 // threads.
 Allocator& SharedAllocator(const std::string& key, const std::string& policy,
@@ -109,6 +131,9 @@ void RegisterAll() {
       benchmark::RegisterBenchmark(
           ("Replay/" + std::string(policy) + "/" + workload).c_str(), BM_Replay,
           policy, workload);
+      benchmark::RegisterBenchmark(
+          ("Cold/" + std::string(policy) + "/" + workload).c_str(),
+          BM_ColdReplay, policy, workload);
     }
     for (const char* workload : {"synthetic", "resnet50"}) {
       for (int shards : {1, 4}) {
@@ -136,11 +161,12 @@ void RegisterAll() {
   return operations;
 }
 
-// --count=<workload> [--policy=tf] [--passes=1]: small reservations, so the
-// run suits valgrind.
+// --count=<workload> [--policy=tf] [--passes=1] [--cold]: small
+// reservations, so the run suits valgrind.
 int CountMode(int argc, char** argv) {
   std::string workload, policy = "tf";
   int passes = 1;
+  bool cold = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--count=", 0) == 0)
@@ -149,6 +175,8 @@ int CountMode(int argc, char** argv) {
       policy = arg.substr(9);
     else if (arg.rfind("--passes=", 0) == 0)
       passes = std::atoi(arg.c_str() + 9);
+    else if (arg == "--cold")
+      cold = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", arg.c_str());
       return 2;
@@ -161,7 +189,7 @@ int CountMode(int argc, char** argv) {
   const PreparedTrace& trace = Workload(workload);
   std::unique_ptr<Allocator> allocator = MakeSpeedAllocator(policy, 8 * kGiB);
   std::vector<void*> blocks(trace.slot_count(), nullptr);
-  ReplayPass(trace, *allocator, blocks);
+  if (!cold) ReplayPass(trace, *allocator, blocks);
   const int64_t operations = CountedPasses(trace, *allocator, blocks, passes);
   std::printf("operations %lld\n", static_cast<long long>(operations));
   return 0;

@@ -2,7 +2,8 @@
 """Instructions per BFC allocator operation, counted by callgrind.
 
 Runs `bfc_speed_benchmark --count=<workload>` under valgrind's callgrind,
-collecting only inside the warm replay passes (CountedPasses), and prints
+collecting only inside the warm replay passes (CountedPasses; with --cold, the
+first pass from an empty allocator, growth included), and prints
 instructions per operation (an allocation or a free) for each workload, and,
 with --top, the functions that spend them (self cost per operation). Counts are
 repeatable to a fraction of a percent, unlike timings on a shared machine.
@@ -37,6 +38,9 @@ def parse_args():
     parser.add_argument("--binary", default=os.path.join(
         REPO, "build/default/bench/bfc_speed_benchmark"))
     parser.add_argument("--passes", type=int, default=1)
+    parser.add_argument("--cold", action="store_true",
+                        help="count the first pass, from an empty allocator "
+                             "(growth included), instead of warm passes")
     parser.add_argument("--top", type=int, default=0,
                         help="also list the N costliest functions (self)")
     parser.add_argument("--json", action="store_true")
@@ -50,14 +54,14 @@ def parse_args():
     return args
 
 
-def count(binary, workload, policy, passes, top):
+def count(binary, workload, policy, passes, top, cold):
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "callgrind.out")
         run = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
              "--toggle-collect=*CountedPasses*", binary,
              f"--count={workload}", f"--policy={policy}",
-             f"--passes={passes}"],
+             f"--passes={passes}"] + (["--cold"] if cold else []),
             capture_output=True, text=True)
         match = re.search(r"operations (\d+)", run.stdout)
         if run.returncode != 0 or not match:
@@ -105,7 +109,7 @@ def main():
     for policy in args.policy or ["tf", "tight"]:
         for workload in args.workloads:
             result = count(args.binary, workload, policy, args.passes,
-                           args.top)
+                           args.top, args.cold)
             results.append(result)
             if args.json:
                 continue

@@ -1,6 +1,7 @@
 #include "alloc/address_map.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace tensormem::internal {
 
@@ -18,13 +19,25 @@ void LiveTable::SetInNewPage(uint64_t address, ChunkHandle handle) {
   }
   const uint64_t top = top_index - base_top_;
   if (top >= top_.size()) top_.resize(top + 1);
-  if (top_[top] == nullptr) top_[top] = std::make_unique<Mid>();
-  std::unique_ptr<Leaf>& leaf = (*top_[top])[(address >> kMidShift) & kMidMask];
-  if (leaf == nullptr) {
-    leaf = std::make_unique<Leaf>();
-    leaf->fill(kInvalidChunk);
-  }
+  if (top_[top] == nullptr) top_[top] = std::make_unique<Mid>(Mid{});
+  Leaf*& leaf = (*top_[top])[(address >> kMidShift) & kMidMask];
+  if (leaf == nullptr) leaf = NewLeaf();
   (*leaf)[(address >> kSlotBits) & kLeafMask] = handle;
+}
+
+LiveTable::Leaf* LiveTable::NewLeaf() {
+  if (slab_used_ == slab_capacity_) {
+    // Slabs double up to the cap, so a small pool stays small.
+    slab_capacity_ =
+        std::clamp<size_t>(2 * slab_capacity_, 4, kMaxLeavesPerSlab);
+    slabs_.push_back(std::make_unique_for_overwrite<Leaf[]>(slab_capacity_));
+    slab_used_ = 0;
+  }
+  Leaf* leaf = &slabs_.back()[slab_used_++];
+  // kInvalidChunk is all ones in every byte: one memset.
+  static_assert(kInvalidChunk == UINT32_MAX);
+  std::memset(leaf->data(), 0xFF, sizeof(Leaf));
+  return leaf;
 }
 
 ChunkHandle AddressMap::NewHandle() {

@@ -73,7 +73,7 @@ class LiveTable {
   [[gnu::always_inline]] ChunkHandle* Slot(uint64_t address) const {
     const uint64_t top = (address >> kTopShift) - base_top_;  // wraps if below
     if (top >= top_.size() || top_[top] == nullptr) return nullptr;
-    Leaf* leaf = (*top_[top])[(address >> kMidShift) & kMidMask].get();
+    Leaf* leaf = (*top_[top])[(address >> kMidShift) & kMidMask];
     if (leaf == nullptr) return nullptr;
     return &(*leaf)[(address >> kSlotBits) & kLeafMask];
   }
@@ -95,13 +95,21 @@ class LiveTable {
   static constexpr uint64_t kLeafMask = (uint64_t{1} << kLeafBits) - 1;
   static constexpr uint64_t kMidMask = (uint64_t{1} << kMidBits) - 1;
   using Leaf = std::array<ChunkHandle, size_t{1} << kLeafBits>;
-  using Mid = std::array<std::unique_ptr<Leaf>, size_t{1} << kMidBits>;
+  using Mid = std::array<Leaf*, size_t{1} << kMidBits>;  // leaves in slabs_
+  // Leaves are carved from slabs of up to this many, so that making one is
+  // a bump and a fill rather than a heap allocation (a pool whose layout
+  // shifts makes hundreds of leaves per pass).
+  static constexpr size_t kMaxLeavesPerSlab = 64;
 
   // Set, making the pages on the way to the slot.
   void SetInNewPage(uint64_t address, ChunkHandle handle);
+  Leaf* NewLeaf();
 
   uint64_t base_top_ = 0;  // address >> kTopShift of top_[0]
   std::vector<std::unique_ptr<Mid>> top_;
+  std::vector<std::unique_ptr<Leaf[]>> slabs_;
+  size_t slab_capacity_ = 0;  // leaves in slabs_.back()
+  size_t slab_used_ = 0;      // of them handed out
 };
 
 // A piece of memory obtained from the upstream in one call. A region is one
