@@ -19,7 +19,7 @@ void LiveTable::SetInNewPage(uint64_t address, ChunkHandle handle) {
   }
   const uint64_t top = top_index - base_top_;
   if (top >= top_.size()) top_.resize(top + 1);
-  if (top_[top] == nullptr) top_[top] = std::make_unique<Mid>(Mid{});
+  if (top_[top] == nullptr) top_[top] = std::make_unique<Mid>();
   Leaf*& leaf = (*top_[top])[(address >> kMidShift) & kMidMask];
   if (leaf == nullptr) leaf = NewLeaf();
   (*leaf)[(address >> kSlotBits) & kLeafMask] = handle;
