@@ -4,10 +4,11 @@
 // by one pass) over five real training traces and a synthetic 1M-event
 // training trace, for the `tf` and `tight` policies; ns/op is the CPU time per
 // allocation or free. Cold: one pass from a new allocator each time (growth
-// included, as the policy table of `bench --policies` times it). Threads: 1, 2 and 4 threads each replaying their own
-// stream into ONE allocator; compare items_per_second (wall time) across
-// thread counts. Threads/<policy>-sharded: the same into a sharded allocator
-// of 4 shards (each thread its own), with the memory held (peak_pool_MiB).
+// included, as the policy table of `bench --policies` times it). Threads: 1, 2
+// and 4 threads each replaying their own stream into ONE allocator; compare
+// items_per_second (wall time) across thread counts. Threads/<policy>-sharded:
+// the same into a sharded allocator of 4 shards (each thread its own), with the
+// memory held (peak_pool_MiB).
 //
 //   bfc_speed_benchmark --benchmark_filter='Replay/tf'
 //   bfc_speed_benchmark --count=synthetic --policy=tf   # for callgrind
@@ -28,6 +29,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "bfc_speed_workloads.h"
+#include "tensormem/trace/replay_allocator.h"
 
 namespace tensormem::bench {
 namespace {
@@ -199,6 +201,7 @@ int CountMode(int argc, char** argv) {
 }  // namespace tensormem::bench
 
 int main(int argc, char** argv) {
+  tensormem::KeepFreedHeapPagesForTiming();  // Cold: a new allocator per pass
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--count=", 8) == 0)
       return tensormem::bench::CountMode(argc, argv);

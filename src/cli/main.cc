@@ -8,11 +8,13 @@
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "tensormem/core/version.h"
+#include "tensormem/trace/replay_allocator.h"
 #ifdef TENSORMEM_WITH_CUDA
 #include "tensormem/cuda/cuda_sub_allocators.h"
 #endif
 
 int main(int argc, char** argv) {
+  tensormem::KeepFreedHeapPagesForTiming();  // replay, bench, whatif time runs
   CLI::App app{
       "tensormem: allocate, plan, replay and measure deep-learning memory"};
   app.set_version_flag("--version",

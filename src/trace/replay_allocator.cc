@@ -2,6 +2,10 @@
 
 #include <utility>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "tensormem/core/status_macros.h"
 
 namespace tensormem {
@@ -37,6 +41,13 @@ absl::StatusOr<ReplayMetrics> FastestTimedReplay(const PreparedTrace& trace,
     if (run == 0 || timing.ns_per_op < fastest.ns_per_op) fastest = timing;
   }
   return fastest;
+}
+
+void KeepFreedHeapPagesForTiming() {
+#if defined(__GLIBC__)
+  constexpr int kKeptBytes = 1 << 30;
+  mallopt(M_TRIM_THRESHOLD, kKeptBytes);
+#endif
 }
 
 }  // namespace tensormem

@@ -27,6 +27,14 @@ absl::StatusOr<ReplayMetrics> FastestTimedReplay(const PreparedTrace& trace,
                                                  const AllocatorSpec& spec,
                                                  int max_runs);
 
+// For programs that time replays (the CLI, benchmarks), called once at start:
+// the heap pages one run's allocator freed are kept for the next run instead
+// of going back to the kernel. Otherwise a timed run on a new allocator may pay
+// a page fault per page of its metadata (up to 4x the allocator's own time,
+// depending on the heap's state), and the fastest run times the kernel.
+// Process-wide (glibc's trim threshold); does nothing on other C libraries.
+void KeepFreedHeapPagesForTiming();
+
 }  // namespace tensormem
 
 #endif  // TENSORMEM_TRACE_REPLAY_ALLOCATOR_H_
