@@ -97,6 +97,33 @@ TEST(BfcDecommit, HolesGoBackBeforeThePoolGrows) {
   EXPECT_TRUE(allocator->CheckInvariants().ok());
 }
 
+TEST(BfcDecommit, AOneGranuleHoleStays) {
+  auto allocator = MakeOver(
+      std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true),
+      "tight");
+  // [2 MiB][2 MiB], the low block freed: a 4 MiB request finds a hole of one
+  // granule. It stays committed (giving it back would save 2 MiB and leave
+  // a seam in free memory), and the region grows by 4 MiB.
+  void* low = allocator->Allocate(2 * kMiB);
+  void* high = allocator->Allocate(2 * kMiB);
+  allocator->Deallocate(low);
+  void* big = allocator->Allocate(4 * kMiB);
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(DecommittedBytes(*allocator), 0u);
+  EXPECT_EQ(PoolBytes(*allocator), 8 * kMiB);
+  // A hole of two granules goes back: the low 2 MiB and the 4 MiB block
+  // above the high one are free but apart; after the high block is freed
+  // they are one 8 MiB chunk, and a 10 MiB request gives it back first.
+  allocator->Deallocate(big);
+  allocator->Deallocate(high);
+  void* larger = allocator->Allocate(10 * kMiB);
+  ASSERT_NE(larger, nullptr);
+  EXPECT_EQ(allocator->GetStats()->peak_pool_bytes, 10 * kMiB);
+  EXPECT_TRUE(allocator->CheckInvariants().ok())
+      << allocator->CheckInvariants();
+  allocator->Deallocate(larger);
+}
+
 TEST(BfcDecommit, RecommitsOnlyTheGranulesARequestLacks) {
   auto allocator = MakeOver(
       std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true),
@@ -148,11 +175,12 @@ TEST(BfcDecommit, AFailedRecommitFallsBackToGrowth) {
   void* block = allocator->Allocate(5 * kMiB);
   ASSERT_NE(block, nullptr);
   EXPECT_EQ(probe->failed_allocs(), 1);
-  // Served by a new extension above the 6 MiB block; the stretch below
-  // stays decommitted and nothing is counted twice.
+  // The recommit of the 4 MiB hole (joining the free 2 MiB above it) failed:
+  // served by a new extension above the 6 MiB block; the hole stays
+  // decommitted and nothing is counted twice (2 + 6 + 6 MiB committed).
   EXPECT_EQ(block, static_cast<char*>(scenario.third) + 6 * kMiB);
-  EXPECT_EQ(DecommittedBytes(*allocator), 6 * kMiB);
-  EXPECT_EQ(PoolBytes(*allocator), 12 * kMiB);
+  EXPECT_EQ(DecommittedBytes(*allocator), 4 * kMiB);
+  EXPECT_EQ(PoolBytes(*allocator), 14 * kMiB);
   EXPECT_TRUE(allocator->CheckInvariants().ok())
       << allocator->CheckInvariants();
   allocator->Deallocate(block);
