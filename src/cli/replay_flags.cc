@@ -103,6 +103,19 @@ ReplayMetrics MeasureSpeed(std::string_view command, const PreparedTrace& trace,
   return *fastest;
 }
 
+ReplayMetrics MeasureWarmSpeed(std::string_view command,
+                               const PreparedTrace& trace,
+                               const AllocatorSpec& spec) {
+  // Under `tight` the pools of the corpus's training traces stop moving by
+  // the tenth pass; the timed passes follow.
+  constexpr int kWarmPasses = 10;
+  constexpr int kMaxPasses = 200;
+  absl::StatusOr<ReplayMetrics> fastest =
+      FastestWarmReplay(trace, spec, kWarmPasses, kMaxPasses);
+  if (!fastest.ok()) Fail(command, 1, std::string(fastest.status().message()));
+  return *fastest;
+}
+
 absl::StatusOr<MinimumLimit> MinimumLimitFor(const PreparedTrace& trace,
                                              const AllocatorSpec& spec) {
   AllocatorSpec trial = spec;

@@ -46,6 +46,12 @@ PreparedTrace LoadTrace(std::string_view command, const std::string& path,
 ReplayMetrics MeasureSpeed(std::string_view command, const PreparedTrace& trace,
                            const AllocatorSpec& spec);
 
+// FastestWarmReplay after 10 untimed passes, up to 200 timed ones. Errors
+// end the command with exit code 1.
+ReplayMetrics MeasureWarmSpeed(std::string_view command,
+                               const PreparedTrace& trace,
+                               const AllocatorSpec& spec);
+
 // The smallest no-growth limit for `spec`'s allocator (design.md §4).
 absl::StatusOr<MinimumLimit> MinimumLimitFor(const PreparedTrace& trace,
                                              const AllocatorSpec& spec);

@@ -43,6 +43,25 @@ absl::StatusOr<ReplayMetrics> FastestTimedReplay(const PreparedTrace& trace,
   return fastest;
 }
 
+absl::StatusOr<ReplayMetrics> FastestWarmReplay(const PreparedTrace& trace,
+                                                const AllocatorSpec& spec,
+                                                int warm_passes,
+                                                int max_passes) {
+  constexpr double kEnoughSeconds = 0.05;
+  TM_ASSIGN_OR_RETURN(ReplayTarget target, CreateReplayTarget(spec));
+  ReplayMetrics timing;
+  for (int pass = 0; pass < warm_passes; ++pass)
+    TimeReplay(trace, target, timing);
+  ReplayMetrics fastest;
+  double measured = 0;
+  for (int pass = 0; pass < max_passes && measured < kEnoughSeconds; ++pass) {
+    TimeReplay(trace, target, timing);
+    measured += timing.seconds;
+    if (pass == 0 || timing.ns_per_op < fastest.ns_per_op) fastest = timing;
+  }
+  return fastest;
+}
+
 void KeepFreedHeapPagesForTiming() {
 #if defined(__GLIBC__)
   constexpr int kKeptBytes = 1 << 30;

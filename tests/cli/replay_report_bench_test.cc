@@ -261,6 +261,8 @@ TEST(BenchCliTest, PolicyTableComparesEveryPolicy) {
        {"tight", "tf", "pytorch", "pytorch[expandable_segments:True]"}) {
     ASSERT_TRUE(policies.contains(label)) << label;
     EXPECT_GE(policies[label]["min_limit_over_live"].get<double>(), 1.0);
+    EXPECT_GT(policies[label]["ns_per_op"].get<double>(), 0);
+    EXPECT_GT(policies[label]["warm_ns_per_op"].get<double>(), 0);
     EXPECT_EQ(policies[label]["failed_allocs"], 0);
   }
   // 2,000 live bytes: 256-byte rounding needs 2,048; PyTorch's smallest

@@ -27,6 +27,15 @@ absl::StatusOr<ReplayMetrics> FastestTimedReplay(const PreparedTrace& trace,
                                                  const AllocatorSpec& spec,
                                                  int max_runs);
 
+// The steady state a training loop sees: one allocator replays the trace
+// `warm_passes` times untimed (each pass frees what it left), then timed
+// passes run until 50 ms were measured or `max_passes` ran; returns the
+// fastest. Errors: those of CreateReplayTarget.
+absl::StatusOr<ReplayMetrics> FastestWarmReplay(const PreparedTrace& trace,
+                                                const AllocatorSpec& spec,
+                                                int warm_passes,
+                                                int max_passes);
+
 // For programs that time replays (the CLI, benchmarks), called once at start:
 // the heap pages one run's allocator freed are kept for the next run instead
 // of going back to the kernel. Otherwise a timed run on a new allocator may pay
