@@ -38,9 +38,13 @@ inline PreparedTrace PrepareOrDie(const Trace& trace, const std::string& what) {
   return *std::move(prepared);
 }
 
+// `model` is a name of RealTraceNames() (its training trace) or any trace
+// of data/models without its extension ("squeezenet1_1.infer_b8").
 inline PreparedTrace LoadRealTrace(const std::string& model) {
+  const bool full_name = model.find('.') != std::string::npos;
   const std::string path = std::string(TENSORMEM_DATA_DIR) + "/models/" +
-                           model + ".train_b8.trace.gz";
+                           model +
+                           (full_name ? ".trace.gz" : ".train_b8.trace.gz");
   absl::StatusOr<Trace> trace = ReadTrace(path);
   if (!trace.ok()) {
     std::fprintf(stderr, "%s\n", trace.status().ToString().c_str());
