@@ -96,7 +96,7 @@ PreparedTrace LoadTrace(std::string_view command, const std::string& path,
 
 ReplayMetrics MeasureSpeed(std::string_view command, const PreparedTrace& trace,
                            const AllocatorSpec& spec) {
-  constexpr int kMaxRuns = 10;
+  constexpr int kMaxRuns = 100;
   absl::StatusOr<ReplayMetrics> fastest =
       FastestTimedReplay(trace, spec, kMaxRuns);
   if (!fastest.ok()) Fail(command, 1, std::string(fastest.status().message()));

@@ -41,7 +41,7 @@ Trace ReadInput(std::string_view command, const std::string& path,
 PreparedTrace LoadTrace(std::string_view command, const std::string& path,
                         int device = 0);
 
-// FastestTimedReplay with up to 10 runs. Errors end the command with exit
+// FastestTimedReplay with up to 100 runs. Errors end the command with exit
 // code 1.
 ReplayMetrics MeasureSpeed(std::string_view command, const PreparedTrace& trace,
                            const AllocatorSpec& spec);
