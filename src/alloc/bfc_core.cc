@@ -92,7 +92,12 @@ void* BfcCore::GrowAndFind(uint64_t bytes, uint64_t rounded, uint64_t alignment,
   bool relied_on_tail = false;
   if (!Extend(rounded, alignment, pool, /*use_free_tail=*/true,
               &relied_on_tail)) {
-    return nullptr;
+    // Out of address space (a reservation full of holes) or refused: a
+    // recommit that costs more than the extension would have still serves.
+    if (decommitted_bytes_ == 0 || alignment != bfc::kMinAllocationSize)
+      return nullptr;
+    return RecommitAndFind(bytes, rounded, freed_before, pool,
+                           /*even_if_costlier=*/true);
   }
   if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before, pool))
     return ptr;

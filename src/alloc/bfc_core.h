@@ -255,10 +255,17 @@ class alignas(64) BfcCore {
   // upstream refused.
   bool DecommitInside(ChunkHandle handle);
   // Recommits part of a decommitted chunk next to free memory when that makes
-  // a fit for `rounded` bytes more cheaply than extending the free tail; then
+  // a fit for `rounded` bytes more cheaply than extending the free tail (or,
+  // with `even_if_costlier`, whatever the extension would cost); then
   // allocates. nullptr when extending is cheaper or recommitting fails.
   void* RecommitAndFind(uint64_t bytes, uint64_t rounded, uint64_t freed_before,
-                        int pool);
+                        int pool, bool even_if_costlier);
+  // Whether holes hold back as much address space as the pool ever committed:
+  // growth then recommits rather than extends, so that the address range (and
+  // the live table over it) stays bounded when holes keep moving.
+  bool HolesAtTheirBound() const {
+    return decommitted_bytes_ > stats_.peak_pool_bytes;
+  }
   struct RecommitChoice {
     ChunkHandle chunk = kInvalidChunk;
     uint64_t offset = 0;  // into the decommitted chunk

@@ -46,7 +46,8 @@ void* BfcCore::ReuseDecommitted(uint64_t bytes, uint64_t rounded,
     DecommitFreeGranules(pool, after_growth - stats_.peak_pool_bytes);
   if (decommitted_bytes_ == 0 || alignment != bfc::kMinAllocationSize)
     return nullptr;
-  return RecommitAndFind(bytes, rounded, freed_before, pool);
+  return RecommitAndFind(bytes, rounded, freed_before, pool,
+                         /*even_if_costlier=*/HolesAtTheirBound());
 }
 
 void BfcCore::DecommitFreeGranules(int pool, uint64_t wanted) {
@@ -164,14 +165,16 @@ std::optional<BfcCore::RecommitChoice> BfcCore::CheapestRecommit(
 }
 
 void* BfcCore::RecommitAndFind(uint64_t bytes, uint64_t rounded,
-                               uint64_t freed_before, int pool) {
+                               uint64_t freed_before, int pool,
+                               bool even_if_costlier) {
   const std::optional<RecommitChoice> best = CheapestRecommit(rounded, pool);
   if (!best) return nullptr;
   const uint64_t headroom = Headroom();
   if (best->bytes > headroom) return nullptr;
   // On a tie the recommit wins, reusing addresses instead of taking new ones.
   const uint64_t extension = ExtensionBytes(rounded, pool);
-  if (extension < best->bytes && extension <= headroom) return nullptr;
+  if (!even_if_costlier && extension < best->bytes && extension <= headroom)
+    return nullptr;
   const uint64_t address = map_.chunk(best->chunk).address + best->offset;
   if (!upstream_->Recommit(reinterpret_cast<void*>(address), best->bytes))
     return nullptr;

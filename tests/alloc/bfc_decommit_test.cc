@@ -153,6 +153,35 @@ TEST(BfcDecommit, RecommitsOnlyTheGranulesARequestLacks) {
   EXPECT_TRUE(allocator->CheckInvariants().ok());
 }
 
+TEST(BfcDecommit, WhenTheRegionCannotGrowACostlierRecommitServes) {
+  // 12 MiB of address space in all.
+  auto allocator = MakeOver(
+      std::make_unique<SimulatedSubAllocator>(12 * kMiB, /*coalescing=*/true),
+      "tight");
+  // [4 MiB][2 MiB], the 4 MiB freed: a 6 MiB request gives it back and
+  // extends the region to the 12 MiB of address space.
+  void* low = allocator->Allocate(4 * kMiB);
+  void* kept = allocator->Allocate(2 * kMiB);
+  allocator->Deallocate(low);
+  void* top = allocator->Allocate(6 * kMiB);
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(DecommittedBytes(*allocator), 4 * kMiB);
+  // [hole 4][kept 2][4 MiB block][2 MiB free tail]: a 4 MiB request would
+  // extend the tail by one granule, but no address space is left; the hole
+  // (4 MiB of commit) serves it instead of failing.
+  allocator->Deallocate(top);
+  void* middle = allocator->Allocate(4 * kMiB);
+  ASSERT_NE(middle, nullptr);
+  void* again = allocator->Allocate(4 * kMiB);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again, low);
+  EXPECT_EQ(DecommittedBytes(*allocator), 0u);
+  EXPECT_EQ(PoolBytes(*allocator), 12 * kMiB);
+  EXPECT_TRUE(allocator->CheckInvariants().ok())
+      << allocator->CheckInvariants();
+  for (void* block : {again, kept, middle}) allocator->Deallocate(block);
+}
+
 TEST(BfcDecommit, TheTfPolicyNeverDecommits) {
   auto allocator = MakeOver(
       std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true), "tf");
