@@ -112,6 +112,38 @@ TEST(SolverBruteForceTest, SearchFindsTheOptimumAmongManyTwins) {
   ExpectOptimumUnderEveryOrder(/*twins=*/true, /*seed=*/3, /*trials=*/200);
 }
 
+// Capacities near 2^63 bytes: the section check can no longer pack a reach
+// and a buffer index into one 64-bit key and sorts buffers by reach instead.
+// Multiplying every size and the capacity by one factor scales every
+// comparison the search makes, so it must walk exactly the same tree.
+TEST(SolverBruteForceTest, HugeCapacitiesSearchTheSameTree) {
+  constexpr uint64_t kScale = uint64_t{1} << 56;
+  std::mt19937 random(5);
+  for (int trial = 0; trial < 100; ++trial) {
+    const BufferSet set = RandomSet(random, 8);
+    BufferSet scaled = set;
+    for (Buffer& b : scaled.buffers) b.size *= kScale;
+    const uint64_t optimum = BruteForceOptimum(set);
+    absl::StatusOr<Problem> problem = BuildProblem(set, 1);
+    absl::StatusOr<Problem> huge = BuildProblem(scaled, 1);
+    ASSERT_TRUE(problem.ok() && huge.ok());
+    BuildOverlaps(*problem);
+    BuildOverlaps(*huge);
+    for (int order = 0; order < kBaseOrderCount; ++order) {
+      for (const uint64_t capacity : {optimum, optimum - 1}) {
+        FeasibilitySearch search(*problem, order), huge_search(*huge, order);
+        const SearchOutcome outcome = search.Run(capacity, {});
+        EXPECT_EQ(outcome, capacity == optimum ? SearchOutcome::kFound
+                                               : SearchOutcome::kInfeasible);
+        EXPECT_EQ(huge_search.Run(capacity * kScale, {}), outcome)
+            << "trial " << trial << " order " << order;
+        EXPECT_EQ(huge_search.nodes(), search.nodes())
+            << "trial " << trial << " order " << order;
+      }
+    }
+  }
+}
+
 TEST(SolverBruteForceTest, PlannerProvesTheOptimum) {
   std::mt19937 random(11);
   for (int trial = 0; trial < 150; ++trial) {

@@ -1,6 +1,7 @@
 #include "plan/solver/feasibility_search.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "plan/solver/static_orders.h"
 #include "tensormem/core/checked_math.h"
@@ -54,6 +55,11 @@ SearchOutcome FeasibilitySearch::Run(uint64_t capacity,
   padded_capacity_ =
       CheckedRoundUp(capacity, problem_.alignment).value_or(UINT64_MAX);
   limits_ = limits;
+  // A reach below the capacity then fits beside the buffer index.
+  index_bits_ =
+      std::max(1, static_cast<int>(std::bit_width(problem_.buffers.size())));
+  pack_reaches_ =
+      index_bits_ < 64 && (padded_capacity_ >> (64 - index_bits_)) == 0;
   nodes_ = 0;
   stopped_ = false;
   choices_.clear();

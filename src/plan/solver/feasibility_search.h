@@ -162,6 +162,8 @@ class FeasibilitySearch {
   // kSections when some section's unplaced buffers cannot all fit between
   // their reaches and the capacity.
   PruneRule CheckSections(Node node, int section_end);
+  // Sorts by_reach_ by decreasing reach.
+  void SortByReach();
   // The node's candidates, in start order (not yet sorted).
   void CollectCandidates(Node node, uint64_t lowest_top,
                          std::vector<int>& candidates) const;
@@ -228,8 +230,12 @@ class FeasibilitySearch {
   std::vector<std::vector<int>> child_lists_;  // per depth, reused
   std::vector<std::vector<int>> candidates_;   // per depth, reused
   std::vector<std::vector<int>> cuts_;         // per depth, reused
-  // Scratch for one node's section check: (reach, buffer).
-  std::vector<std::pair<uint64_t, int>> by_reach_;
+  // Scratch for one node's section check: buffers reaching above the
+  // current offset, packed as reach << index_bits_ | buffer when
+  // pack_reaches_ (every reach then fits), else plain buffer indices.
+  std::vector<uint64_t> by_reach_;
+  int index_bits_ = 1;
+  bool pack_reaches_ = false;
   std::vector<std::vector<std::pair<int, int>>> saved_ranks_;  // per depth
   std::vector<int> part_order_;       // scratch for RerankPart
   std::vector<uint64_t> contention_;  // per buffer: scratch for RerankPart
