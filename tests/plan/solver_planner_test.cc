@@ -193,16 +193,20 @@ TEST(OptimalPlannerTest, RealModelReachesTheLowerBound) {
   EXPECT_TRUE(CheckPlacement(result->placed).ok());
 }
 
-TEST(OptimalPlannerTest, LargeSetsGetLocalMovesAndStayValid) {
+TEST(OptimalPlannerTest, LargeSetsGetWindowedOrdersAndStayValid) {
   const BufferSet set = RandomSet(9, 4500, 2500, 1 << 16);
-  OptimalPlanOptions options;
-  options.time_limit_seconds = 0.5;
-  absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
-  ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_NE(result->method, "search");
-  EXPECT_LE(result->total_size, result->start_size);
-  EXPECT_EQ(result->nodes, 0u);
-  EXPECT_TRUE(CheckPlacement(result->placed).ok());
+  for (const uint64_t alignment : {uint64_t{1}, uint64_t{256}}) {
+    OptimalPlanOptions options;
+    options.time_limit_seconds = 1;
+    options.alignment = alignment;
+    absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_NE(result->method, "search");
+    EXPECT_LE(result->total_size, result->start_size);
+    EXPECT_LE(result->total_size, GreedyTotal(set, alignment));
+    EXPECT_EQ(result->nodes, 0u);
+    EXPECT_TRUE(CheckPlacement(result->placed, alignment).ok());
+  }
 }
 
 TEST(OptimalPlannerTest, EmptyAndZeroSizeSetsArePlannedTrivially) {

@@ -11,6 +11,7 @@
 #include "plan/solver/parallel_search.h"
 #include "plan/solver/problem.h"
 #include "plan/solver/static_orders.h"
+#include "plan/solver/windowed_orders.h"
 #include "tensormem/core/status_macros.h"
 #include "tensormem/plan/checker.h"
 #include "tensormem/plan/offset_strategies.h"
@@ -261,6 +262,26 @@ class RoundSearch {
   bool first_in_round_ = true;
 };
 
+// Sets too large to search: the windowed greedy orders, then local moves on
+// the best plan they found. `result.method` names the last step that helped.
+void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
+                     uint64_t alignment, Clock::time_point start,
+                     Clock::time_point deadline, std::vector<uint64_t>& offsets,
+                     OptimalPlanResult& result) {
+  auto take = [&](uint64_t total, const char* method) {
+    if (total >= result.total_size) return;
+    result.total_size = total;
+    result.seconds_to_best = SecondsSince(start);
+    result.method = method;
+  };
+  take(solver_internal::ImproveByWindowedOrders(records, alignment, offsets,
+                                                deadline),
+       "windowed_orders");
+  take(solver_internal::ImproveByLocalMoves(records, alignment, offsets,
+                                            deadline),
+       "local_moves");
+}
+
 }  // namespace
 
 absl::StatusOr<OptimalPlanResult> PlanOptimal(
@@ -294,13 +315,8 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
   if (!done && options.time_limit_seconds > 0) {
     if (problem.buffers.size() > kMaxSearchBuffers ||
         solver_internal::CountOverlapPairs(problem) > kMaxOverlapPairs) {
-      const uint64_t improved = solver_internal::ImproveByLocalMoves(
-          records, options.alignment, offsets, deadline);
-      if (improved < result.total_size) {
-        result.total_size = improved;
-        result.seconds_to_best = SecondsSince(start);
-        result.method = "local_moves";
-      }
+      ImproveLargeSet(records, options.alignment, start, deadline, offsets,
+                      result);
     } else {
       solver_internal::BuildOverlaps(problem);
       TM_RETURN_IF_ERROR(

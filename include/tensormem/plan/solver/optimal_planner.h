@@ -5,8 +5,9 @@
 // that nothing smaller exists, or runs out of time; it always returns the
 // best valid plan found so far. The search is a depth-first search over
 // canonical placements with strong pruning (see docs/solver.md). Sets too
-// large for the search (about 4,000 buffers or more) get the greedy plan
-// improved by local moves, within the same time limit and bounded memory.
+// large for the search (about 4,000 buffers or more) are re-placed greedily
+// under a family of time-windowed orders, then improved by local moves,
+// within the same time limit and bounded memory.
 //
 //   OptimalPlanOptions options;
 //   options.time_limit_seconds = 10;
@@ -60,7 +61,8 @@ struct OptimalPlanResult {
   uint64_t nodes = 0;          // search nodes over all threads
   double seconds = 0;          // wall-clock time spent
   double seconds_to_best = 0;  // when the returned plan was found
-  std::string method;          // "search", "local_moves" or "start"
+  // "start", "search", "windowed_orders" or "local_moves": what found it.
+  std::string method;
 };
 
 // Plans `set` (see the file comment). Errors: InvalidArgument for bad options

@@ -1,0 +1,62 @@
+// ImproveByWindowedOrders: re-places a large set greedily under a family of
+// time-windowed buffer orders and keeps the smallest plan.
+//
+// The best-fit planners visit buffers by size or by lifetime over the whole
+// set. On training graphs (activations kept from the forward pass to the
+// backward pass) that stacks long-lived buffers on top of the short large
+// ones that came first, far above the peak of live bytes. Cutting time into
+// windows and visiting the windows in time order (or in reverse), and each
+// window's buffers longest-lived first, builds the plan the way memory fills
+// over time while still seating long-lived buffers before the short ones
+// around them. The family varies the window width (the set's time span over
+// 4 to 128), the windows' phase, the direction of time and the gap rule
+// (best fit or first fit); on IOPDDL S_1 its members end 1.0013-1.0018x the
+// bound against 1.0249x for the best-fit planners.
+//
+//   uint64_t total = ImproveByWindowedOrders(records, 1, offsets, deadline);
+#ifndef TENSORMEM_PLAN_SOLVER_WINDOWED_ORDERS_H_
+#define TENSORMEM_PLAN_SOLVER_WINDOWED_ORDERS_H_
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "tensormem/plan/usage_record.h"
+
+namespace tensormem::solver_internal {
+
+// One member of the family.
+struct WindowedOrder {
+  uint64_t width = 1;      // tasks per window (>= 1)
+  uint64_t phase = 0;      // windows start at tasks == phase (mod width)
+  bool backwards = false;  // windows by last task, the latest first
+  bool first_fit = false;  // lowest gap instead of the tightest
+};
+
+// The members tried, most promising first, for records spanning `span` tasks.
+std::vector<WindowedOrder> WindowedOrderFamily(uint64_t span);
+
+// The visiting order of `order` over `records` (indices).
+std::vector<size_t> WindowedVisitOrder(
+    const std::vector<UsageRecord<>>& records, const WindowedOrder& order);
+
+// Places the records greedily in `visit` order, each into the tightest (or
+// lowest, with `first_fit`) aligned gap among the placed buffers live with
+// it. Returns the offsets, or nothing when `deadline` passed first.
+std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
+    const std::vector<UsageRecord<>>& records, const std::vector<size_t>& visit,
+    bool first_fit, uint64_t alignment,
+    std::chrono::steady_clock::time_point deadline);
+
+// Runs the family until `deadline`; replaces `offsets` (one per record,
+// aligned, valid) by any plan with a smaller total. Returns the total of
+// `offsets` afterwards (never larger than before).
+uint64_t ImproveByWindowedOrders(
+    const std::vector<UsageRecord<>>& records, uint64_t alignment,
+    std::vector<uint64_t>& offsets,
+    std::chrono::steady_clock::time_point deadline);
+
+}  // namespace tensormem::solver_internal
+
+#endif  // TENSORMEM_PLAN_SOLVER_WINDOWED_ORDERS_H_
