@@ -74,9 +74,14 @@ TEST(WindowedOrdersTest, PlansAreValidAndNeverWorseThanTheStart) {
       absl::StatusOr<BestFitResult> start = BestFitMulti(records, alignment);
       ASSERT_TRUE(start.ok());
       std::vector<uint64_t> offsets = start->offsets.offsets;
+      const Clock::time_point before = Clock::now();
+      Clock::time_point improved_at = Clock::time_point::min();
       const uint64_t total = ImproveByWindowedOrders(
-          records, alignment, offsets, Clock::now() + std::chrono::seconds(5));
+          records, alignment, offsets, before + std::chrono::seconds(5),
+          &improved_at);
       EXPECT_LE(total, start->offsets.total_size) << seed;
+      // The time of the improvement is reported only when there was one.
+      EXPECT_EQ(total < start->offsets.total_size, improved_at >= before);
       EXPECT_EQ(total, Total(records, offsets));
       EXPECT_TRUE(CheckOffsets(records, {offsets, total}, alignment).ok());
     }

@@ -268,18 +268,21 @@ void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
                      uint64_t alignment, Clock::time_point start,
                      Clock::time_point deadline, std::vector<uint64_t>& offsets,
                      OptimalPlanResult& result) {
-  auto take = [&](uint64_t total, const char* method) {
+  auto take = [&](uint64_t total, Clock::time_point found_at,
+                  const char* method) {
     if (total >= result.total_size) return;
     result.total_size = total;
-    result.seconds_to_best = SecondsSince(start);
+    result.seconds_to_best =
+        std::chrono::duration<double>(found_at - start).count();
     result.method = method;
   };
-  take(solver_internal::ImproveByWindowedOrders(records, alignment, offsets,
-                                                deadline),
-       "windowed_orders");
-  take(solver_internal::ImproveByLocalMoves(records, alignment, offsets,
-                                            deadline),
-       "local_moves");
+  Clock::time_point found_at = start;
+  const uint64_t reordered = solver_internal::ImproveByWindowedOrders(
+      records, alignment, offsets, deadline, &found_at);
+  take(reordered, found_at, "windowed_orders");
+  const uint64_t moved = solver_internal::ImproveByLocalMoves(
+      records, alignment, offsets, deadline);
+  take(moved, Clock::now(), "local_moves");
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
 uint64_t ImproveByWindowedOrders(const std::vector<UsageRecord<>>& records,
                                  uint64_t alignment,
                                  std::vector<uint64_t>& offsets,
-                                 Clock::time_point deadline) {
+                                 Clock::time_point deadline,
+                                 Clock::time_point* improved_at) {
   uint64_t best = TotalSize(records, offsets);
   if (records.empty()) return best;
   TaskId first = records[0].first_task;
@@ -101,6 +102,7 @@ uint64_t ImproveByWindowedOrders(const std::vector<UsageRecord<>>& records,
     if (total < best) {
       best = total;
       offsets = std::move(*plan);
+      if (improved_at != nullptr) *improved_at = Clock::now();
     }
   }
   return best;

@@ -51,11 +51,13 @@ std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
 
 // Runs the family until `deadline`; replaces `offsets` (one per record,
 // aligned, valid) by any plan with a smaller total. Returns the total of
-// `offsets` afterwards (never larger than before).
+// `offsets` afterwards (never larger than before); `improved_at`, if given,
+// is set to when the returned plan was found (untouched if none was).
 uint64_t ImproveByWindowedOrders(
     const std::vector<UsageRecord<>>& records, uint64_t alignment,
     std::vector<uint64_t>& offsets,
-    std::chrono::steady_clock::time_point deadline);
+    std::chrono::steady_clock::time_point deadline,
+    std::chrono::steady_clock::time_point* improved_at = nullptr);
 
 }  // namespace tensormem::solver_internal
 
