@@ -1,4 +1,5 @@
 // The optimal planner's path for large sets: the windowed greedy orders.
+#include <atomic>
 #include <chrono>
 #include <random>
 #include <string>
@@ -77,8 +78,8 @@ TEST(WindowedOrdersTest, PlansAreValidAndNeverWorseThanTheStart) {
       const Clock::time_point before = Clock::now();
       Clock::time_point improved_at = Clock::time_point::min();
       const uint64_t total = ImproveByWindowedOrders(
-          records, alignment, offsets, before + std::chrono::seconds(5),
-          &improved_at);
+          records, alignment, offsets,
+          {.deadline = before + std::chrono::seconds(5)}, &improved_at);
       EXPECT_LE(total, start->offsets.total_size) << seed;
       // The time of the improvement is reported only when there was one.
       EXPECT_EQ(total < start->offsets.total_size, improved_at >= before);
@@ -88,18 +89,25 @@ TEST(WindowedOrdersTest, PlansAreValidAndNeverWorseThanTheStart) {
   }
 }
 
-TEST(WindowedOrdersTest, APassedDeadlineKeepsThePlan) {
+TEST(WindowedOrdersTest, APassedDeadlineOrACancelKeepsThePlan) {
   const std::vector<UsageRecord<>> records = RandomRecords(7, 3000, 500);
   std::vector<size_t> visit(records.size());
   for (size_t i = 0; i < visit.size(); ++i) visit[i] = i;
   EXPECT_FALSE(
-      PlaceInVisitOrder(records, visit, false, 1, Clock::now()).has_value());
+      PlaceInVisitOrder(records, visit, false, 1, {.deadline = Clock::now()})
+          .has_value());
+  const std::atomic<bool> cancelled = true;
+  const StopWhen cancel = {.deadline = Clock::now() + std::chrono::hours(1),
+                           .cancel = &cancelled};
+  EXPECT_FALSE(PlaceInVisitOrder(records, visit, false, 1, cancel).has_value());
   absl::StatusOr<BestFitResult> start = BestFitMulti(records, 1);
   ASSERT_TRUE(start.ok());
-  std::vector<uint64_t> offsets = start->offsets.offsets;
-  EXPECT_EQ(ImproveByWindowedOrders(records, 1, offsets, Clock::now()),
-            start->offsets.total_size);
-  EXPECT_EQ(offsets, start->offsets.offsets);
+  for (const StopWhen& stop : {StopWhen{.deadline = Clock::now()}, cancel}) {
+    std::vector<uint64_t> offsets = start->offsets.offsets;
+    EXPECT_EQ(ImproveByWindowedOrders(records, 1, offsets, stop),
+              start->offsets.total_size);
+    EXPECT_EQ(offsets, start->offsets.offsets);
+  }
 }
 
 // IOPDDL S_1 (28,526 buffers, a training step): the best-fit planners stack
@@ -114,7 +122,7 @@ TEST(WindowedOrdersTest, OneWindowedOrderBeatsBestFitOnIopddlS1) {
   const WindowedOrder order = WindowedOrderFamily(44682).front();
   std::optional<std::vector<uint64_t>> offsets = PlaceInVisitOrder(
       *records, WindowedVisitOrder(*records, order), order.first_fit, 1,
-      Clock::now() + std::chrono::minutes(5));
+      {.deadline = Clock::now() + std::chrono::minutes(5)});
   ASSERT_TRUE(offsets.has_value());
   const uint64_t total = Total(*records, *offsets);
   EXPECT_TRUE(CheckOffsets(*records, {*offsets, total}).ok());

@@ -265,9 +265,10 @@ class RoundSearch {
 // Sets too large to search: the windowed greedy orders, then local moves on
 // the best plan they found. `result.method` names the last step that helped.
 void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
-                     uint64_t alignment, Clock::time_point start,
+                     const OptimalPlanOptions& options, Clock::time_point start,
                      Clock::time_point deadline, std::vector<uint64_t>& offsets,
                      OptimalPlanResult& result) {
+  const uint64_t alignment = options.alignment;
   auto take = [&](uint64_t total, Clock::time_point found_at,
                   const char* method) {
     if (total >= result.total_size) return;
@@ -278,7 +279,8 @@ void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
   };
   Clock::time_point found_at = start;
   const uint64_t reordered = solver_internal::ImproveByWindowedOrders(
-      records, alignment, offsets, deadline, &found_at);
+      records, alignment, offsets,
+      {.deadline = deadline, .cancel = options.cancel}, &found_at);
   take(reordered, found_at, "windowed_orders");
   const uint64_t moved = solver_internal::ImproveByLocalMoves(
       records, alignment, offsets, deadline);
@@ -318,8 +320,7 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
   if (!done && options.time_limit_seconds > 0) {
     if (problem.buffers.size() > kMaxSearchBuffers ||
         solver_internal::CountOverlapPairs(problem) > kMaxOverlapPairs) {
-      ImproveLargeSet(records, options.alignment, start, deadline, offsets,
-                      result);
+      ImproveLargeSet(records, options, start, deadline, offsets, result);
     } else {
       solver_internal::BuildOverlaps(problem);
       TM_RETURN_IF_ERROR(

@@ -23,6 +23,10 @@ uint64_t TotalSize(const std::vector<UsageRecord<>>& records,
 
 }  // namespace
 
+bool StopWhen::Now() const {
+  return (cancel != nullptr && cancel->load()) || Clock::now() >= deadline;
+}
+
 std::vector<WindowedOrder> WindowedOrderFamily(uint64_t span) {
   std::vector<WindowedOrder> family;
   // Middle widths first: on S_1 every width from span/87 to span/5 is within
@@ -63,13 +67,13 @@ std::vector<size_t> WindowedVisitOrder(
 
 std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
     const std::vector<UsageRecord<>>& records, const std::vector<size_t>& visit,
-    bool first_fit, uint64_t alignment, Clock::time_point deadline) {
+    bool first_fit, uint64_t alignment, const StopWhen& stop) {
   std::vector<uint64_t> offsets(records.size(), 0);
   internal::OccupancyIndex index(records);
   std::vector<const internal::RangeUnion*> occupied;
   for (size_t placed = 0; placed < visit.size(); ++placed) {
     // A run on 10^5 buffers takes about a second: look at the clock.
-    if (placed % 1024 == 0 && Clock::now() >= deadline) return std::nullopt;
+    if (placed % 1024 == 0 && stop.Now()) return std::nullopt;
     const size_t tensor = visit[placed];
     if (records[tensor].tensor_size == 0) continue;  // offset 0
     index.Occupied(tensor, occupied);
@@ -83,7 +87,7 @@ std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
 uint64_t ImproveByWindowedOrders(const std::vector<UsageRecord<>>& records,
                                  uint64_t alignment,
                                  std::vector<uint64_t>& offsets,
-                                 Clock::time_point deadline,
+                                 const StopWhen& stop,
                                  Clock::time_point* improved_at) {
   uint64_t best = TotalSize(records, offsets);
   if (records.empty()) return best;
@@ -96,7 +100,7 @@ uint64_t ImproveByWindowedOrders(const std::vector<UsageRecord<>>& records,
   for (const WindowedOrder& order : WindowedOrderFamily(last - first + 1)) {
     std::optional<std::vector<uint64_t>> plan =
         PlaceInVisitOrder(records, WindowedVisitOrder(records, order),
-                          order.first_fit, alignment, deadline);
+                          order.first_fit, alignment, stop);
     if (!plan) break;
     const uint64_t total = TotalSize(records, *plan);
     if (total < best) {

@@ -13,10 +13,12 @@
 // (best fit or first fit); on IOPDDL S_1 its members end 1.0013-1.0018x the
 // bound against 1.0249x for the best-fit planners.
 //
-//   uint64_t total = ImproveByWindowedOrders(records, 1, offsets, deadline);
+//   uint64_t total =
+//       ImproveByWindowedOrders(records, 1, offsets, {.deadline = deadline});
 #ifndef TENSORMEM_PLAN_SOLVER_WINDOWED_ORDERS_H_
 #define TENSORMEM_PLAN_SOLVER_WINDOWED_ORDERS_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -41,22 +43,28 @@ std::vector<WindowedOrder> WindowedOrderFamily(uint64_t span);
 std::vector<size_t> WindowedVisitOrder(
     const std::vector<UsageRecord<>>& records, const WindowedOrder& order);
 
+// When to give up: at `deadline`, or as soon as `*cancel` (if given) is set.
+struct StopWhen {
+  std::chrono::steady_clock::time_point deadline;
+  const std::atomic<bool>* cancel = nullptr;
+  bool Now() const;
+};
+
 // Places the records greedily in `visit` order, each into the tightest (or
 // lowest, with `first_fit`) aligned gap among the placed buffers live with
-// it. Returns the offsets, or nothing when `deadline` passed first.
+// it. Returns the offsets, or nothing when told to stop first.
 std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
     const std::vector<UsageRecord<>>& records, const std::vector<size_t>& visit,
-    bool first_fit, uint64_t alignment,
-    std::chrono::steady_clock::time_point deadline);
+    bool first_fit, uint64_t alignment, const StopWhen& stop);
 
-// Runs the family until `deadline`; replaces `offsets` (one per record,
-// aligned, valid) by any plan with a smaller total. Returns the total of
-// `offsets` afterwards (never larger than before); `improved_at`, if given,
-// is set to when the returned plan was found (untouched if none was).
+// Runs the family until done or told to stop; replaces `offsets` (one per
+// record, aligned, valid) by any plan with a smaller total. Returns the
+// total of `offsets` afterwards (never larger than before); `improved_at`,
+// if given, is set to when the returned plan was found (untouched if none
+// was).
 uint64_t ImproveByWindowedOrders(
     const std::vector<UsageRecord<>>& records, uint64_t alignment,
-    std::vector<uint64_t>& offsets,
-    std::chrono::steady_clock::time_point deadline,
+    std::vector<uint64_t>& offsets, const StopWhen& stop,
     std::chrono::steady_clock::time_point* improved_at = nullptr);
 
 }  // namespace tensormem::solver_internal

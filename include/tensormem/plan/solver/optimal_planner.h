@@ -48,7 +48,8 @@ struct OptimalPlanOptions {
   bool progress = false;
   // When another thread sets it, the search stops within a few milliseconds
   // and the best plan so far is returned, as at the time limit (null: never).
-  // Local moves on large sets only stop at the time limit.
+  // On large sets the windowed orders stop too; the local moves after them
+  // only stop at the time limit.
   const std::atomic<bool>* cancel = nullptr;
 };
 
