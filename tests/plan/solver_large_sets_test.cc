@@ -78,7 +78,7 @@ TEST(WindowedOrdersTest, PlansAreValidAndNeverWorseThanTheStart) {
       const Clock::time_point before = Clock::now();
       Clock::time_point improved_at = Clock::time_point::min();
       const uint64_t total = ImproveByWindowedOrders(
-          records, alignment, offsets,
+          records, alignment, offsets, /*lower_bound=*/0,
           {.deadline = before + std::chrono::seconds(5)}, &improved_at);
       EXPECT_LE(total, start->offsets.total_size) << seed;
       // The time of the improvement is reported only when there was one.
@@ -104,10 +104,40 @@ TEST(WindowedOrdersTest, APassedDeadlineOrACancelKeepsThePlan) {
   ASSERT_TRUE(start.ok());
   for (const StopWhen& stop : {StopWhen{.deadline = Clock::now()}, cancel}) {
     std::vector<uint64_t> offsets = start->offsets.offsets;
-    EXPECT_EQ(ImproveByWindowedOrders(records, 1, offsets, stop),
+    EXPECT_EQ(ImproveByWindowedOrders(records, 1, offsets, 0, stop),
               start->offsets.total_size);
     EXPECT_EQ(offsets, start->offsets.offsets);
   }
+}
+
+TEST(WindowedOrdersTest, StopsOnceAPlanReachesTheLowerBound) {
+  const std::vector<UsageRecord<>> records = RandomRecords(3, 300, 200);
+  // A valid but poor start: every buffer above the previous one.
+  std::vector<uint64_t> offsets;
+  uint64_t top = 0;
+  for (const UsageRecord<>& r : records) {
+    offsets.push_back(top);
+    top += r.tensor_size;
+  }
+  // With a bound no plan can beat, the first member's plan is kept and the
+  // family stops there.
+  const uint64_t total = ImproveByWindowedOrders(
+      records, 1, offsets, /*lower_bound=*/top,
+      {.deadline = Clock::now() + std::chrono::seconds(5)});
+  TaskId first_task = records[0].first_task;
+  TaskId last_task = records[0].last_task;
+  for (const UsageRecord<>& r : records) {
+    first_task = std::min(first_task, r.first_task);
+    last_task = std::max(last_task, r.last_task);
+  }
+  const WindowedOrder first =
+      WindowedOrderFamily(last_task - first_task + 1).front();
+  std::optional<std::vector<uint64_t>> first_plan = PlaceInVisitOrder(
+      records, WindowedVisitOrder(records, first), first.first_fit, 1,
+      {.deadline = Clock::now() + std::chrono::seconds(5)});
+  ASSERT_TRUE(first_plan.has_value());
+  EXPECT_EQ(offsets, *first_plan);
+  EXPECT_LT(total, top);
 }
 
 // IOPDDL S_1 (28,526 buffers, a training step): the best-fit planners stack

@@ -279,7 +279,7 @@ void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
   };
   Clock::time_point found_at = start;
   const uint64_t reordered = solver_internal::ImproveByWindowedOrders(
-      records, alignment, offsets,
+      records, alignment, offsets, result.lower_bound,
       {.deadline = deadline, .cancel = options.cancel}, &found_at);
   take(reordered, found_at, "windowed_orders");
   const uint64_t moved = solver_internal::ImproveByLocalMoves(

@@ -29,8 +29,9 @@ bool StopWhen::Now() const {
 
 std::vector<WindowedOrder> WindowedOrderFamily(uint64_t span) {
   std::vector<WindowedOrder> family;
-  // Middle widths first: on S_1 every width from span/87 to span/5 is within
-  // 0.05% of the best, the extremes are not.
+  // Middle widths first. On S_1 the best member of every width ends within
+  // 0.03% of the best one (span/8, backwards, best fit), but members of one
+  // width range from 1.0013x to 1.05x: the rules and directions all run.
   for (const uint64_t windows : {16, 8, 32, 4, 64, 128}) {
     const uint64_t width = std::max<uint64_t>(1, span / windows);
     for (const uint64_t phase : {uint64_t{0}, width / 2}) {
@@ -87,7 +88,7 @@ std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
 uint64_t ImproveByWindowedOrders(const std::vector<UsageRecord<>>& records,
                                  uint64_t alignment,
                                  std::vector<uint64_t>& offsets,
-                                 const StopWhen& stop,
+                                 uint64_t lower_bound, const StopWhen& stop,
                                  Clock::time_point* improved_at) {
   uint64_t best = TotalSize(records, offsets);
   if (records.empty()) return best;
@@ -108,6 +109,7 @@ uint64_t ImproveByWindowedOrders(const std::vector<UsageRecord<>>& records,
       offsets = std::move(*plan);
       if (improved_at != nullptr) *improved_at = Clock::now();
     }
+    if (best <= lower_bound) break;  // nothing smaller exists
   }
   return best;
 }

@@ -13,8 +13,8 @@
 // (best fit or first fit); on IOPDDL S_1 its members end 1.0013-1.0018x the
 // bound against 1.0249x for the best-fit planners.
 //
-//   uint64_t total =
-//       ImproveByWindowedOrders(records, 1, offsets, {.deadline = deadline});
+//   uint64_t total = ImproveByWindowedOrders(records, 1, offsets, peak,
+//                                            {.deadline = deadline});
 #ifndef TENSORMEM_PLAN_SOLVER_WINDOWED_ORDERS_H_
 #define TENSORMEM_PLAN_SOLVER_WINDOWED_ORDERS_H_
 
@@ -57,14 +57,15 @@ std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
     const std::vector<UsageRecord<>>& records, const std::vector<size_t>& visit,
     bool first_fit, uint64_t alignment, const StopWhen& stop);
 
-// Runs the family until done or told to stop; replaces `offsets` (one per
+// Runs the family until done, told to stop, or down to `lower_bound` (a
+// proven bound, e.g. the peak of live bytes); replaces `offsets` (one per
 // record, aligned, valid) by any plan with a smaller total. Returns the
 // total of `offsets` afterwards (never larger than before); `improved_at`,
 // if given, is set to when the returned plan was found (untouched if none
 // was).
 uint64_t ImproveByWindowedOrders(
     const std::vector<UsageRecord<>>& records, uint64_t alignment,
-    std::vector<uint64_t>& offsets, const StopWhen& stop,
+    std::vector<uint64_t>& offsets, uint64_t lower_bound, const StopWhen& stop,
     std::chrono::steady_clock::time_point* improved_at = nullptr);
 
 }  // namespace tensormem::solver_internal
