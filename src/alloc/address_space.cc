@@ -69,7 +69,7 @@ ReservedAddressSpace::~ReservedAddressSpace() {
 FreeRangeMap::FreeRangeMap(uintptr_t start, uint64_t size)
     : start_(start), end_(start + size) {
   if (size > 0) {
-    free_.emplace(start, size);
+    free_.emplace(end_, start);
     free_bytes_ = size;
   }
 }
@@ -85,15 +85,18 @@ std::optional<uintptr_t> FreeRangeMap::FitIn(uintptr_t start, uint64_t length,
 }
 
 uintptr_t FreeRangeMap::TakeFrom(
-    absl::btree_map<uintptr_t, uint64_t>::iterator it, uintptr_t aligned,
+    absl::btree_map<uintptr_t, uintptr_t>::iterator it, uintptr_t aligned,
     uint64_t size) {
-  const uintptr_t range_start = it->first;
-  const uintptr_t range_end = it->first + it->second;
-  free_.erase(it);
-  // The alignment padding before and the rest after stay free.
-  if (aligned > range_start) free_.emplace(range_start, aligned - range_start);
-  if (aligned + size < range_end)
-    free_.emplace(aligned + size, range_end - (aligned + size));
+  const uintptr_t range_start = it->second;
+  const uintptr_t range_end = it->first;
+  // The rest after keeps the range's key; the alignment padding before
+  // becomes a range of its own.
+  if (aligned + size < range_end) {
+    it->second = aligned + size;
+  } else {
+    free_.erase(it);
+  }
+  if (aligned > range_start) free_.emplace(aligned, range_start);
   free_bytes_ -= size;
   return aligned;
 }
@@ -103,7 +106,7 @@ std::optional<uintptr_t> FreeRangeMap::TakeFirstFit(uint64_t size,
   if (size == 0) return std::nullopt;
   for (auto it = free_.begin(); it != free_.end(); ++it) {
     if (std::optional<uintptr_t> aligned =
-            FitIn(it->first, it->second, size, alignment)) {
+            FitIn(it->second, it->first - it->second, size, alignment)) {
       return TakeFrom(it, *aligned, size);
     }
   }
@@ -114,49 +117,43 @@ std::optional<uintptr_t> FreeRangeMap::TakeFromTop(uint64_t size,
                                                    uint64_t alignment) {
   if (size == 0 || free_.empty()) return std::nullopt;
   auto last = std::prev(free_.end());
-  if (last->first + last->second != end_) return std::nullopt;
+  if (last->first != end_) return std::nullopt;
   std::optional<uintptr_t> aligned =
-      FitIn(last->first, last->second, size, alignment);
+      FitIn(last->second, last->first - last->second, size, alignment);
   if (!aligned) return std::nullopt;
   return TakeFrom(last, *aligned, size);
 }
 
 void FreeRangeMap::Release(uintptr_t start, uint64_t size) {
+  const uintptr_t end = start + size;
   uintptr_t merged_start = start;
-  uint64_t merged_size = size;
-  auto next = free_.lower_bound(start);
-  if (next != free_.end() && next->first == start + size) {
-    merged_size += next->second;
-    next = free_.erase(next);
+  // A free range ending where this one starts joins it from below.
+  if (auto below = free_.find(start); below != free_.end()) {
+    merged_start = below->second;
+    free_.erase(below);
   }
-  if (next != free_.begin()) {
-    auto previous = std::prev(next);
-    if (previous->first + previous->second == start) {
-      merged_start = previous->first;
-      merged_size += previous->second;
-      free_.erase(previous);
-    }
+  // The first range ending after `end` starts there when it is adjacent.
+  if (auto above = free_.upper_bound(end);
+      above != free_.end() && above->second == end) {
+    above->second = merged_start;
+  } else {
+    free_.emplace(end, merged_start);
   }
-  free_.emplace(merged_start, merged_size);
   free_bytes_ += size;
 }
 
 bool FreeRangeMap::Overlaps(uintptr_t start, uint64_t size) const {
   // The first free range ending after `start` is the only candidate.
-  auto next = free_.upper_bound(start);
-  if (next != free_.begin()) {
-    const auto previous = std::prev(next);
-    if (previous->first + previous->second > start) return true;
-  }
-  return next != free_.end() && next->first < start + size;
+  const auto next = free_.upper_bound(start);
+  return next != free_.end() && next->second < start + size;
 }
 
 bool FreeRangeMap::TakeRange(uintptr_t start, uint64_t size) {
-  auto holder = free_.upper_bound(start);
-  if (size == 0 || holder == free_.begin()) return false;
-  --holder;
-  const uint64_t offset = start - holder->first;
-  if (offset > holder->second || size > holder->second - offset) return false;
+  if (size == 0) return false;
+  // The only range that can hold it is the first one ending at or after its
+  // end.
+  const auto holder = free_.lower_bound(start + size);
+  if (holder == free_.end() || holder->second > start) return false;
   TakeFrom(holder, start, size);
   return true;
 }
@@ -164,13 +161,10 @@ bool FreeRangeMap::TakeRange(uintptr_t start, uint64_t size) {
 void FreeRangeMap::TakeOverlap(uintptr_t start, uint64_t size) {
   const uintptr_t end = start + size;
   std::vector<std::pair<uintptr_t, uintptr_t>> overlaps;  // [begin, end)
-  auto it = free_.upper_bound(start);
-  if (it != free_.begin()) --it;
-  for (; it != free_.end() && it->first < end; ++it) {
-    const uintptr_t range_end = it->first + it->second;
-    if (range_end > start)
-      overlaps.emplace_back(std::max(it->first, start),
-                            std::min(range_end, end));
+  for (auto it = free_.upper_bound(start);
+       it != free_.end() && it->second < end; ++it) {
+    overlaps.emplace_back(std::max(it->second, start),
+                          std::min(it->first, end));
   }
   // Taking changes the map and so invalidates its iterators: take after the
   // scan.

@@ -77,7 +77,7 @@ class FreeRangeMap {
 
  private:
   // Takes [aligned, aligned + size) out of the free range at `it`.
-  uintptr_t TakeFrom(absl::btree_map<uintptr_t, uint64_t>::iterator it,
+  uintptr_t TakeFrom(absl::btree_map<uintptr_t, uintptr_t>::iterator it,
                      uintptr_t aligned, uint64_t size);
   // The aligned start inside the free range [start, start + length) where
   // `size` bytes fit, if any.
@@ -86,8 +86,10 @@ class FreeRangeMap {
 
   const uintptr_t start_;
   const uintptr_t end_;
-  absl::btree_map<uintptr_t, uint64_t>
-      free_;  // start -> length, disjoint, never adjacent
+  // end -> start of each free range, disjoint, never adjacent. Keyed by the
+  // end, so taking the front of a range (the common case: growth at the
+  // lowest free address) changes a value in place instead of re-keying.
+  absl::btree_map<uintptr_t, uintptr_t> free_;
   uint64_t free_bytes_ = 0;
 };
 

@@ -22,7 +22,6 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "alloc/address_map.h"
 #include "alloc/fast_free_index.h"
@@ -273,12 +272,10 @@ class alignas(64) BfcCore {
   };
   std::optional<RecommitChoice> CheapestRecommit(uint64_t rounded,
                                                  int pool) const;
-  // Adds the ways of recommitting part of decommitted chunk `handle` for
-  // `rounded` bytes to the choices, keeping the cheapest in `best`.
-  void ConsiderRecommits(ChunkHandle handle, uint64_t rounded,
-                         std::optional<RecommitChoice>& best) const;
   // Bytes of `handle` if it is a free chunk a recommitted range merges with.
   uint64_t FreeBytesToMerge(ChunkHandle handle) const;
+  // Drops `handle` from the decommitted chunks.
+  void ForgetDecommitted(ChunkHandle handle);
   // bfc_timestamps.cc
   bool MergeTimestampedChunks(uint64_t required_bytes);
 
@@ -306,7 +303,8 @@ class alignas(64) BfcCore {
   const uint64_t tail_kept_below_;
   const uint64_t decommit_granule_;
   uint64_t decommitted_bytes_ = 0;  // in decommitted chunks
-  absl::btree_set<ChunkHandle> decommitted_chunks_;
+  // Few (the holes of one pool), scanned whole by each recommit: a vector.
+  std::vector<ChunkHandle> decommitted_chunks_;
   const bool separates_streams_;
   const int pools_per_stream_;
   // Engine pool p belongs to stream streams_[p / pools_per_stream_] (only

@@ -106,17 +106,17 @@ bool BfcCore::DecommitInside(ChunkHandle handle) {
   map_.chunk(middle).allocation_id = BfcChunk::kDecommittedChunkId;
   stats_.pool_bytes -= end - begin;
   decommitted_bytes_ += end - begin;
-  decommitted_chunks_.insert(middle);
+  decommitted_chunks_.push_back(middle);
   // Neighbouring decommitted chunks become one, so a recommit sees the
   // whole stretch.
   const ChunkHandle next = map_.chunk(middle).next;
   if (next != kInvalidChunk && map_.chunk(next).decommitted()) {
-    decommitted_chunks_.erase(next);
+    ForgetDecommitted(next);
     Merge(middle, next);
   }
   const ChunkHandle prev = map_.chunk(middle).prev;
   if (prev != kInvalidChunk && map_.chunk(prev).decommitted()) {
-    decommitted_chunks_.erase(middle);
+    ForgetDecommitted(middle);
     Merge(prev, middle);
   }
   return true;
@@ -128,39 +128,46 @@ uint64_t BfcCore::FreeBytesToMerge(ChunkHandle handle) const {
   return chunk.Mergeable() ? chunk.size : 0;
 }
 
-void BfcCore::ConsiderRecommits(ChunkHandle handle, uint64_t rounded,
-                                std::optional<RecommitChoice>& best) const {
-  const BfcChunk& chunk = map_.chunk(handle);
-  const uint64_t below = FreeBytesToMerge(chunk.prev);
-  const uint64_t above = FreeBytesToMerge(chunk.next);
-  const auto lacking = [&](uint64_t have) {
-    return RoundUp(rounded > have ? rounded - have : 0, decommit_granule_);
-  };
-  const auto consider = [&](uint64_t offset, uint64_t bytes) {
-    if (bytes == 0 || bytes > chunk.size) return;
-    // Ties go to the lowest address, whatever order the chunks come in.
-    const uint64_t address = chunk.address + offset;
-    if (!best || bytes < best->bytes ||
-        (bytes == best->bytes &&
-         address < map_.chunk(best->chunk).address + best->offset)) {
-      best = RecommitChoice{handle, offset, bytes};
-    }
-  };
-  // Its low end (joining the free chunk below), its high end (joining the
-  // one above), or all of it (joining both).
-  consider(0, lacking(below));
-  if (lacking(above) <= chunk.size)
-    consider(chunk.size - lacking(above), lacking(above));
-  if (below + chunk.size + above >= rounded) consider(0, chunk.size);
+void BfcCore::ForgetDecommitted(ChunkHandle handle) {
+  const auto it =
+      std::find(decommitted_chunks_.begin(), decommitted_chunks_.end(), handle);
+  *it = decommitted_chunks_.back();
+  decommitted_chunks_.pop_back();
 }
 
 std::optional<BfcCore::RecommitChoice> BfcCore::CheapestRecommit(
     uint64_t rounded, int pool) const {
-  std::optional<RecommitChoice> best;
+  const uint64_t granule = decommit_granule_;
+  // Granules to recommit so that `have` free bytes reach `rounded`.
+  const auto lacking = [&](uint64_t have) {
+    return have >= rounded ? 0 : RoundUp(rounded - have, granule);
+  };
+  RecommitChoice best{.bytes = UINT64_MAX};
+  uint64_t best_address = 0;
+  // Ties go to the lowest address, whatever order the chunks come in.
+  const auto consider = [&](const BfcChunk& chunk, ChunkHandle handle,
+                            uint64_t offset, uint64_t bytes) {
+    const uint64_t address = chunk.address + offset;
+    if (bytes < best.bytes || (bytes == best.bytes && address < best_address)) {
+      best = RecommitChoice{handle, offset, bytes};
+      best_address = address;
+    }
+  };
   for (const ChunkHandle h : decommitted_chunks_) {
-    if (map_.chunk(h).pool == static_cast<uint32_t>(pool))
-      ConsiderRecommits(h, rounded, best);
+    const BfcChunk& chunk = map_.chunk(h);
+    if (chunk.pool != static_cast<uint32_t>(pool)) continue;
+    const uint64_t below = FreeBytesToMerge(chunk.prev);
+    const uint64_t above = FreeBytesToMerge(chunk.next);
+    // Its low end (joining the free chunk below), its high end (joining the
+    // one above), or all of it (joining both).
+    if (const uint64_t low = lacking(below); low > 0 && low <= chunk.size)
+      consider(chunk, h, 0, low);
+    if (const uint64_t high = lacking(above); high > 0 && high <= chunk.size)
+      consider(chunk, h, chunk.size - high, high);
+    if (below + chunk.size + above >= rounded)
+      consider(chunk, h, 0, chunk.size);
   }
+  if (best.bytes == UINT64_MAX) return std::nullopt;
   return best;
 }
 
@@ -182,12 +189,12 @@ void* BfcCore::RecommitAndFind(uint64_t bytes, uint64_t rounded,
   if (best->offset > 0) {
     part = SplitChunk(best->chunk, best->offset);
   } else {
-    decommitted_chunks_.erase(part);
+    ForgetDecommitted(part);
   }
   if (map_.chunk(part).size > best->bytes) {
     const ChunkHandle rest = SplitChunk(part, best->bytes);
     map_.chunk(rest).allocation_id = BfcChunk::kDecommittedChunkId;
-    decommitted_chunks_.insert(rest);
+    decommitted_chunks_.push_back(rest);
   }
   BfcChunk& recommitted = map_.chunk(part);
   recommitted.allocation_id = BfcChunk::kFreeChunkId;

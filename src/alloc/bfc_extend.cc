@@ -234,7 +234,7 @@ void BfcCore::DeallocateRegions(const std::vector<uint64_t>& region_starts) {
       if (chunk.decommitted()) {
         stats_.pool_bytes += chunk.size;
         decommitted_bytes_ -= chunk.size;
-        decommitted_chunks_.erase(h);
+        ForgetDecommitted(h);
       } else {
         RemoveFree(h);
       }
