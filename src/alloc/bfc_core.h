@@ -224,6 +224,8 @@ class alignas(64) BfcCore {
                     uint64_t freed_before, int pool);
   // Adds an upstream piece; true when it joined an existing region.
   bool AddMemory(void* ptr, uint64_t bytes_received, int pool);
+  // A new free chunk (not linked, not indexed).
+  ChunkHandle NewFreeChunk(uint64_t address, uint64_t size, int pool);
   uint64_t FreeTailBytes(int pool) const;
   ChunkHandle LastChunk(const BfcRegion& region) const;
   bool DeallocateFreeRegions(uint64_t rounded);
@@ -273,7 +275,11 @@ class alignas(64) BfcCore {
   std::optional<RecommitChoice> CheapestRecommit(uint64_t rounded,
                                                  int pool) const;
   // Bytes of `handle` if it is a free chunk a recommitted range merges with.
-  uint64_t FreeBytesToMerge(ChunkHandle handle) const;
+  uint64_t FreeBytesToMerge(ChunkHandle handle) const {
+    if (handle == kInvalidChunk) return 0;
+    const BfcChunk& chunk = map_.chunk(handle);
+    return chunk.Mergeable() ? chunk.size : 0;
+  }
   // Drops `handle` from the decommitted chunks.
   void ForgetDecommitted(ChunkHandle handle);
   // bfc_timestamps.cc

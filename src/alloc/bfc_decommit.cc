@@ -122,12 +122,6 @@ bool BfcCore::DecommitInside(ChunkHandle handle) {
   return true;
 }
 
-uint64_t BfcCore::FreeBytesToMerge(ChunkHandle handle) const {
-  if (handle == kInvalidChunk) return 0;
-  const BfcChunk& chunk = map_.chunk(handle);
-  return chunk.Mergeable() ? chunk.size : 0;
-}
-
 void BfcCore::ForgetDecommitted(ChunkHandle handle) {
   const auto it =
       std::find(decommitted_chunks_.begin(), decommitted_chunks_.end(), handle);

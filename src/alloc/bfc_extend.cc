@@ -98,30 +98,45 @@ uint64_t BfcCore::FreeTailBytes(int pool) const {
 bool BfcCore::AddMemory(void* ptr, uint64_t bytes_received, int pool) {
   const uint64_t address = reinterpret_cast<uint64_t>(ptr);
   const uint64_t usable = RoundDown(bytes_received, bfc::kMinAllocationSize);
-  const ChunkHandle handle = map_.NewChunk();
-  BfcChunk& chunk = map_.chunk(handle);
-  chunk.address = address;
-  chunk.size = usable;
-  chunk.pool = pool;
   BfcRegion* region =
       coalesce_regions_ ? map_.RegionEndingAt(address) : nullptr;
   const bool joins = region != nullptr && usable == bytes_received &&
                      region->pool == static_cast<uint32_t>(pool);
-  if (joins) {
-    // Contiguous with an existing region: grow it and link the new chunk last.
-    const ChunkHandle last = LastChunk(*region);
-    map_.chunk(last).next = handle;
-    map_.chunk(handle).prev = last;
-    region->end += usable;
-    region->last_chunk = handle;
-    region->pieces.push_back({ptr, bytes_received});
-  } else {
+  if (!joins) {
+    const ChunkHandle handle = NewFreeChunk(address, usable, pool);
     BfcRegion& added = map_.AddRegion(ptr, bytes_received, handle);
     added.end = address + usable;
     added.pool = pool;
+    InsertFree(handle);
+    return false;
   }
-  InsertFree(TryToCoalesce(handle, /*ignore_freed_at=*/false));
-  return joins;
+  // Contiguous with an existing region: it grows.
+  region->end += usable;
+  region->pieces.push_back({ptr, bytes_received});
+  const ChunkHandle last = LastChunk(*region);
+  BfcChunk& tail = map_.chunk(last);
+  if (tail.is_free() && tail.freed_at_count == 0) {
+    // The free tail takes the new memory in place (growth's common case).
+    RemoveFree(last);
+    map_.chunk(last).size += usable;
+    InsertFree(last);
+    return true;
+  }
+  const ChunkHandle handle = NewFreeChunk(address, usable, pool);
+  map_.chunk(last).next = handle;
+  map_.chunk(handle).prev = last;
+  region->last_chunk = handle;
+  InsertFree(handle);
+  return true;
+}
+
+ChunkHandle BfcCore::NewFreeChunk(uint64_t address, uint64_t size, int pool) {
+  const ChunkHandle handle = map_.NewChunk();
+  BfcChunk& chunk = map_.chunk(handle);
+  chunk.address = address;
+  chunk.size = size;
+  chunk.pool = pool;
+  return handle;
 }
 
 std::vector<uint64_t> BfcCore::FreeRegionStarts() const {

@@ -66,6 +66,12 @@ void KeepFreedHeapPagesForTiming() {
 #if defined(__GLIBC__)
   constexpr int kKeptBytes = 1 << 30;
   mallopt(M_TRIM_THRESHOLD, kKeptBytes);
+  // Setting one threshold freezes glibc's adaptive mmap threshold at 128 KiB,
+  // and every larger block (a growing chunk vector, a live-table slab) would
+  // then be mapped afresh, and faulted in, on each run: the largest threshold
+  // glibc takes keeps them in the heap as well.
+  constexpr int kLargestMmapThreshold = 32 << 20;
+  mallopt(M_MMAP_THRESHOLD, kLargestMmapThreshold);
 #endif
 }
 
