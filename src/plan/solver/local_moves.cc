@@ -10,16 +10,6 @@
 namespace tensormem::solver_internal {
 namespace {
 
-uint64_t TotalSize(const std::vector<UsageRecord<>>& records,
-                   const std::vector<uint64_t>& offsets) {
-  uint64_t total = 0;
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (records[i].tensor_size > 0)
-      total = std::max(total, offsets[i] + records[i].tensor_size);
-  }
-  return total;
-}
-
 // An address range a pending move has claimed for a buffer live at the same
 // time, so a gap search must avoid it.
 struct Claim {
@@ -154,6 +144,16 @@ uint64_t ImproveByLocalMoves(const std::vector<UsageRecord<>>& records,
     total = TotalSize(records, offsets);
   }
   return TotalSize(records, offsets);
+}
+
+uint64_t TotalSize(const std::vector<UsageRecord<>>& records,
+                   const std::vector<uint64_t>& offsets) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].tensor_size > 0)
+      total = std::max(total, offsets[i] + records[i].tensor_size);
+  }
+  return total;
 }
 
 }  // namespace tensormem::solver_internal

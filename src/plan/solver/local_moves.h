@@ -22,6 +22,10 @@
 
 namespace tensormem::solver_internal {
 
+// The total size of a placement: the highest end of a non-empty buffer.
+uint64_t TotalSize(const std::vector<UsageRecord<>>& records,
+                   const std::vector<uint64_t>& offsets);
+
 // `offsets` (one per record, aligned, valid) is updated in place and stays
 // valid; returns its total size (max end).
 uint64_t ImproveByLocalMoves(const std::vector<UsageRecord<>>& records,

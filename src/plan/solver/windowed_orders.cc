@@ -5,21 +5,12 @@
 #include <tuple>
 
 #include "plan/occupancy_index.h"
+#include "plan/solver/local_moves.h"
 
 namespace tensormem::solver_internal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-uint64_t TotalSize(const std::vector<UsageRecord<>>& records,
-                   const std::vector<uint64_t>& offsets) {
-  uint64_t total = 0;
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (records[i].tensor_size > 0)
-      total = std::max(total, offsets[i] + records[i].tensor_size);
-  }
-  return total;
-}
 
 }  // namespace
 
