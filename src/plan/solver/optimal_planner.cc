@@ -277,11 +277,15 @@ void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
         std::chrono::duration<double>(found_at - start).count();
     result.method = method;
   };
-  Clock::time_point found_at = start;
-  const uint64_t reordered = solver_internal::ImproveByWindowedOrders(
-      records, alignment, offsets, result.lower_bound,
-      {.deadline = deadline, .cancel = options.cancel}, &found_at);
-  take(reordered, found_at, "windowed_orders");
+  const solver_internal::WindowedOrdersOutcome reordered =
+      solver_internal::ImproveByWindowedOrders(
+          records, alignment, offsets,
+          {.deadline = deadline, .cancel = options.cancel},
+          {.lower_bound = result.lower_bound, .threads = options.threads});
+  if (reordered.improved_at) {
+    take(reordered.total, *reordered.improved_at,
+         reordered.repaired ? "repaired_order" : "windowed_orders");
+  }
   const uint64_t moved = solver_internal::ImproveByLocalMoves(
       records, alignment, offsets, deadline);
   take(moved, Clock::now(), "local_moves");

@@ -11,10 +11,12 @@
 // around them. The family varies the window width (the set's time span over
 // 4 to 128), the windows' phase, the direction of time and the gap rule
 // (best fit or first fit); on IOPDDL S_1 its members end 1.0013-1.0018x the
-// bound against 1.0249x for the best-fit planners.
+// bound against 1.0249x for the best-fit planners. The members' orders are
+// then repaired where their plans reach the top (order_repair.h).
 //
-//   uint64_t total = ImproveByWindowedOrders(records, 1, offsets, peak,
-//                                            {.deadline = deadline});
+//   WindowedOrdersOutcome outcome = ImproveByWindowedOrders(
+//       records, 1, offsets, {.deadline = deadline},
+//       {.lower_bound = peak, .threads = 2});
 #ifndef TENSORMEM_PLAN_SOLVER_WINDOWED_ORDERS_H_
 #define TENSORMEM_PLAN_SOLVER_WINDOWED_ORDERS_H_
 
@@ -57,16 +59,35 @@ std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
     const std::vector<UsageRecord<>>& records, const std::vector<size_t>& visit,
     bool first_fit, uint64_t alignment, const StopWhen& stop);
 
-// Runs the family until done, told to stop, or down to `lower_bound` (a
-// proven bound, e.g. the peak of live bytes); replaces `offsets` (one per
-// record, aligned, valid) by any plan with a smaller total. Returns the
-// total of `offsets` afterwards (never larger than before); `improved_at`,
-// if given, is set to when the returned plan was found (untouched if none
-// was).
-uint64_t ImproveByWindowedOrders(
+// The window of `record` under `order`, as its rank in visiting order: the
+// buffers of one window share it, and smaller ranks are visited first.
+uint64_t WindowRank(const UsageRecord<>& record, const WindowedOrder& order);
+
+struct WindowedOrdersOptions {
+  // A proven bound (e.g. the peak of live bytes): stop once a plan has it.
+  uint64_t lower_bound = 0;
+  // Threads placing members, then repairing orders, side by side (>= 1).
+  int threads = 1;
+  // After the family, repair the members' orders (order_repair.h).
+  bool repair = true;
+};
+
+struct WindowedOrdersOutcome {
+  uint64_t total = 0;  // of the offsets returned (never above the start's)
+  // When the returned plan was found; unset if the start was kept.
+  std::optional<std::chrono::steady_clock::time_point> improved_at;
+  bool repaired = false;  // the returned plan came from a repaired order
+};
+
+// Runs the family, then the repairs, until done, told to stop, or down to
+// `options.lower_bound`; replaces `offsets` (one per record, aligned, valid)
+// by any plan with a smaller total. With several threads the plan returned
+// is the same as with one whenever every member and repair runs to its end
+// (ties go to the earlier member).
+WindowedOrdersOutcome ImproveByWindowedOrders(
     const std::vector<UsageRecord<>>& records, uint64_t alignment,
-    std::vector<uint64_t>& offsets, uint64_t lower_bound, const StopWhen& stop,
-    std::chrono::steady_clock::time_point* improved_at = nullptr);
+    std::vector<uint64_t>& offsets, const StopWhen& stop,
+    const WindowedOrdersOptions& options = {});
 
 }  // namespace tensormem::solver_internal
 

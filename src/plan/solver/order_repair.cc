@@ -1,0 +1,139 @@
+#include "plan/solver/order_repair.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "plan/solver/local_moves.h"
+
+namespace tensormem::solver_internal {
+namespace {
+
+// The first buffer (by index) that ends at the plan's total.
+size_t TopBuffer(const std::vector<UsageRecord<>>& records,
+                 const RepairedPlan& plan) {
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].tensor_size > 0 &&
+        plan.offsets[i] + records[i].tensor_size == plan.total)
+      return i;
+  }
+  return 0;
+}
+
+bool LiveTogether(const UsageRecord<>& a, const UsageRecord<>& b) {
+  return a.first_task <= b.last_task && b.first_task <= a.last_task;
+}
+
+// Where the run of buffers of one window that holds position `end - 1`
+// begins.
+size_t RunStart(const std::vector<UsageRecord<>>& records,
+                const WindowedOrder& order, const std::vector<size_t>& visit,
+                size_t end) {
+  const uint64_t rank = WindowRank(records[visit[end - 1]], order);
+  size_t start = end - 1;
+  while (start > 0 && WindowRank(records[visit[start - 1]], order) == rank)
+    --start;
+  return start;
+}
+
+std::optional<RepairedPlan> Place(const std::vector<UsageRecord<>>& records,
+                                  const std::vector<size_t>& visit,
+                                  const WindowedOrder& order,
+                                  uint64_t alignment, const StopWhen& stop) {
+  std::optional<std::vector<uint64_t>> offsets =
+      PlaceInVisitOrder(records, visit, order.first_fit, alignment, stop);
+  if (!offsets) return std::nullopt;
+  const uint64_t total = TotalSize(records, *offsets);
+  return RepairedPlan{.total = total,
+                      .offsets = std::move(*offsets),
+                      .found_at = std::chrono::steady_clock::now()};
+}
+
+}  // namespace
+
+void PromoteInVisitOrder(const std::vector<UsageRecord<>>& records,
+                         const WindowedOrder& order, size_t tensor, int extra,
+                         std::vector<size_t>& visit) {
+  const size_t position =
+      std::find(visit.begin(), visit.end(), tensor) - visit.begin();
+  if (position == visit.size()) return;
+  size_t target = RunStart(records, order, visit, position + 1);
+  if (target == position) ++extra;
+  for (int run = 0; run < extra && target > 0; ++run)
+    target = RunStart(records, order, visit, target);
+  std::rotate(visit.begin() + target, visit.begin() + position,
+              visit.begin() + position + 1);
+}
+
+size_t DemoteSupports(const std::vector<UsageRecord<>>& records,
+                      const std::vector<uint64_t>& offsets, size_t tensor,
+                      std::vector<size_t>& visit) {
+  const UsageRecord<>& top = records[tensor];
+  auto supports = [&](size_t i) {
+    return i != tensor && records[i].tensor_size > 0 &&
+           offsets[i] + records[i].tensor_size == offsets[tensor] &&
+           LiveTogether(records[i], top);
+  };
+  std::vector<size_t> reordered;
+  std::vector<size_t> demoted;
+  reordered.reserve(visit.size());
+  bool after = false;
+  for (const size_t i : visit) {
+    if (!after && supports(i)) {
+      demoted.push_back(i);
+      continue;
+    }
+    reordered.push_back(i);
+    if (i == tensor) {
+      after = true;
+      reordered.insert(reordered.end(), demoted.begin(), demoted.end());
+    }
+  }
+  if (!after) return 0;  // `tensor` is not in `visit`: leave it as it was
+  visit = std::move(reordered);
+  return demoted.size();
+}
+
+std::optional<RepairedPlan> RepairWindowedOrder(
+    const std::vector<UsageRecord<>>& records, const WindowedOrder& order,
+    uint64_t alignment, uint64_t lower_bound, const StopWhen& stop,
+    const RepairLimits& limits) {
+  std::vector<size_t> visit = WindowedVisitOrder(records, order);
+  std::optional<RepairedPlan> best =
+      Place(records, visit, order, alignment, stop);
+  if (!best || records.empty()) return best;
+  std::vector<size_t> best_visit = visit;
+  RepairedPlan current = *best;
+  // Moves tried on a best plan whose top was this buffer: even counts
+  // promote (count / 2 runs further ahead), odd counts demote its supports.
+  std::vector<int> tries(records.size(), 0);
+  int steps_without_gain = 0;
+  int fruitless_returns = 0;
+  while (best->total > lower_bound &&
+         fruitless_returns <= limits.fruitless_returns) {
+    const size_t top = TopBuffer(records, current);
+    if (tries[top] % 2 == 1) {
+      DemoteSupports(records, current.offsets, top, visit);
+    } else {
+      PromoteInVisitOrder(records, order, top, tries[top] / 2, visit);
+    }
+    std::optional<RepairedPlan> next =
+        Place(records, visit, order, alignment, stop);
+    if (!next) break;
+    current = std::move(*next);
+    if (current.total < best->total) {
+      best = current;
+      best_visit = visit;
+      steps_without_gain = 0;
+      fruitless_returns = 0;
+    } else if (++steps_without_gain >= limits.patience) {
+      visit = best_visit;
+      current = *best;
+      ++tries[TopBuffer(records, current)];
+      steps_without_gain = 0;
+      ++fruitless_returns;
+    }
+  }
+  return best;
+}
+
+}  // namespace tensormem::solver_internal
