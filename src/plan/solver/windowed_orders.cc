@@ -76,7 +76,7 @@ void RunInParallel(int threads, size_t count, const Done& done,
 // The `members` whose plans were placed, to repair in this order: backwards
 // before forwards, then the smaller plans first. On IOPDDL S_1 the repairs
 // of three backward first-fit members end at 1.0002-1.0003x the bound, those
-// of the forward ones at 1.0013-1.0017x, whatever their plans before
+// of the forward ones at 1.0013-1.0018x, whatever their plans before
 // (1.0014-1.0027x).
 std::vector<size_t> RepairQueue(const std::vector<WindowedOrder>& family,
                                 const std::vector<size_t>& members,

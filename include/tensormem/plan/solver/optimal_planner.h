@@ -6,8 +6,9 @@
 // best valid plan found so far. The search is a depth-first search over
 // canonical placements with strong pruning (see docs/solver.md). Sets too
 // large for the search (about 4,000 buffers or more) are re-placed greedily
-// under a family of time-windowed orders, then improved by local moves,
-// within the same time limit and bounded memory.
+// under a family of time-windowed orders, whose orders are then repaired
+// where their plans reach the top, and improved by local moves, within the
+// same time limit and bounded memory.
 //
 //   OptimalPlanOptions options;
 //   options.time_limit_seconds = 10;
@@ -37,7 +38,8 @@ struct OptimalPlanOptions {
   double time_limit_seconds = 10;
   // Find any plan whose total size is at most this, then stop.
   std::optional<uint64_t> capacity;
-  // Searches run in parallel, each on its own buffer order (>= 1).
+  // Searches run in parallel, each on its own buffer order (>= 1); on large
+  // sets, windowed orders and their repairs are placed side by side.
   int threads = 1;
   // Offsets are multiples of it (> 0).
   uint64_t alignment = 1;
@@ -48,8 +50,8 @@ struct OptimalPlanOptions {
   bool progress = false;
   // When another thread sets it, the search stops within a few milliseconds
   // and the best plan so far is returned, as at the time limit (null: never).
-  // On large sets the windowed orders stop too; the local moves after them
-  // only stop at the time limit.
+  // On large sets the windowed orders and their repairs stop too; the local
+  // moves after them only stop at the time limit.
   const std::atomic<bool>* cancel = nullptr;
 };
 
