@@ -39,6 +39,33 @@ std::vector<UsageRecord<>> RandomRecords(uint32_t seed, int n, int horizon) {
   return records;
 }
 
+TEST(OrderRepairTest, AKnownPrefixGivesTheSamePlacement) {
+  const std::vector<UsageRecord<>> records = RandomRecords(5, 300, 200);
+  const WindowedOrder order = {.width = 20, .backwards = true};
+  std::vector<size_t> visit = WindowedVisitOrder(records, order);
+  for (const bool first_fit : {false, true}) {
+    std::optional<std::vector<uint64_t>> full = PlaceInVisitOrder(
+        records, visit, first_fit, 8, Within(std::chrono::seconds(5)));
+    ASSERT_TRUE(full.has_value());
+    for (const size_t length :
+         {size_t{0}, size_t{1}, size_t{150}, size_t{300}}) {
+      EXPECT_EQ(PlaceInVisitOrder(records, visit, first_fit, 8,
+                                  Within(std::chrono::seconds(5)),
+                                  {.offsets = &*full, .length = length}),
+                full);
+    }
+    // The prefix's offsets are taken as given, not searched again: a
+    // prefix from another plan (everything at 0) is kept as is.
+    const std::vector<uint64_t> zeros(records.size(), 0);
+    std::optional<std::vector<uint64_t>> forced = PlaceInVisitOrder(
+        records, visit, first_fit, 8, Within(std::chrono::seconds(5)),
+        {.offsets = &zeros, .length = 2});
+    ASSERT_TRUE(forced.has_value());
+    EXPECT_EQ((*forced)[visit[0]], 0u);
+    EXPECT_EQ((*forced)[visit[1]], 0u);
+  }
+}
+
 TEST(OrderRepairTest, PromoteGoesToTheFrontOfTheWindowThenOneFurther) {
   // Windows of 10 tasks by first task: buffers 0-1 in window 0, 2-4 in 1.
   const std::vector<UsageRecord<>> records = {

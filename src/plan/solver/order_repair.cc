@@ -35,12 +35,23 @@ size_t RunStart(const std::vector<UsageRecord<>>& records,
   return start;
 }
 
+// Places the set in `visit` order; `previous` was placed in `previous_visit`,
+// so the buffers before the first position where the orders differ keep
+// its offsets.
 std::optional<RepairedPlan> Place(const std::vector<UsageRecord<>>& records,
                                   const std::vector<size_t>& visit,
                                   const WindowedOrder& order,
-                                  uint64_t alignment, const StopWhen& stop) {
+                                  uint64_t alignment, const StopWhen& stop,
+                                  const std::vector<size_t>& previous_visit,
+                                  const RepairedPlan& previous) {
+  const size_t same =
+      std::mismatch(visit.begin(), visit.end(), previous_visit.begin(),
+                    previous_visit.end())
+          .first -
+      visit.begin();
   std::optional<std::vector<uint64_t>> offsets =
-      PlaceInVisitOrder(records, visit, order.first_fit, alignment, stop);
+      PlaceInVisitOrder(records, visit, order.first_fit, alignment, stop,
+                        {.offsets = &previous.offsets, .length = same});
   if (!offsets) return std::nullopt;
   const uint64_t total = TotalSize(records, *offsets);
   return RepairedPlan{.total = total,
@@ -99,7 +110,7 @@ std::optional<RepairedPlan> RepairWindowedOrder(
     const RepairLimits& limits) {
   std::vector<size_t> visit = WindowedVisitOrder(records, order);
   std::optional<RepairedPlan> best =
-      Place(records, visit, order, alignment, stop);
+      Place(records, visit, order, alignment, stop, {}, {});
   if (!best || records.empty()) return best;
   std::vector<size_t> best_visit = visit;
   RepairedPlan current = *best;
@@ -111,13 +122,14 @@ std::optional<RepairedPlan> RepairWindowedOrder(
   while (best->total > lower_bound &&
          fruitless_returns <= limits.fruitless_returns) {
     const size_t top = TopBuffer(records, current);
+    const std::vector<size_t> placed_visit = visit;
     if (tries[top] % 2 == 1) {
       DemoteSupports(records, current.offsets, top, visit);
     } else {
       PromoteInVisitOrder(records, order, top, tries[top] / 2, visit);
     }
     std::optional<RepairedPlan> next =
-        Place(records, visit, order, alignment, stop);
+        Place(records, visit, order, alignment, stop, placed_visit, current);
     if (!next) break;
     current = std::move(*next);
     if (current.total < best->total) {

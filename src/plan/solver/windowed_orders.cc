@@ -142,7 +142,8 @@ std::vector<size_t> WindowedVisitOrder(
 
 std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
     const std::vector<UsageRecord<>>& records, const std::vector<size_t>& visit,
-    bool first_fit, uint64_t alignment, const StopWhen& stop) {
+    bool first_fit, uint64_t alignment, const StopWhen& stop,
+    const PlacedPrefix& known) {
   std::vector<uint64_t> offsets(records.size(), 0);
   internal::OccupancyIndex index(records);
   std::vector<const internal::RangeUnion*> occupied;
@@ -151,9 +152,13 @@ std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
     if (placed % 1024 == 0 && stop.Now()) return std::nullopt;
     const size_t tensor = visit[placed];
     if (records[tensor].tensor_size == 0) continue;  // offset 0
-    index.Occupied(tensor, occupied);
-    offsets[tensor] = internal::FindGap(occupied, records[tensor].tensor_size,
-                                        first_fit, alignment);
+    if (placed < known.length) {
+      offsets[tensor] = (*known.offsets)[tensor];
+    } else {
+      index.Occupied(tensor, occupied);
+      offsets[tensor] = internal::FindGap(occupied, records[tensor].tensor_size,
+                                          first_fit, alignment);
+    }
     index.Place(tensor, offsets[tensor]);
   }
   return offsets;

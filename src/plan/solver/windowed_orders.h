@@ -52,12 +52,22 @@ struct StopWhen {
   bool Now() const;
 };
 
+// The first `length` buffers of a visiting order and where an earlier
+// placement in that same order put them (`offsets`, one per record).
+struct PlacedPrefix {
+  const std::vector<uint64_t>* offsets = nullptr;
+  size_t length = 0;
+};
+
 // Places the records greedily in `visit` order, each into the tightest (or
 // lowest, with `first_fit`) aligned gap among the placed buffers live with
-// it. Returns the offsets, or nothing when told to stop first.
+// it. The buffers of `known` keep their offsets without a search (placing
+// them again would give the same ones). Returns the offsets, or nothing
+// when told to stop first.
 std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
     const std::vector<UsageRecord<>>& records, const std::vector<size_t>& visit,
-    bool first_fit, uint64_t alignment, const StopWhen& stop);
+    bool first_fit, uint64_t alignment, const StopWhen& stop,
+    const PlacedPrefix& known = {});
 
 // The window of `record` under `order`, as its rank in visiting order: the
 // buffers of one window share it, and smaller ranks are visited first.
