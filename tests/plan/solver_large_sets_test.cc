@@ -148,7 +148,7 @@ TEST(WindowedOrdersTest, StopsOnceAPlanReachesTheLowerBound) {
   offsets = start;
   const WindowedOrdersOutcome outcome = ImproveByWindowedOrders(
       records, 1, offsets, {.deadline = Clock::now() + std::chrono::seconds(5)},
-      {.lower_bound = Total(records, *first_plan)});
+      {.stop_at = Total(records, *first_plan)});
   EXPECT_EQ(offsets, *first_plan);
   EXPECT_FALSE(outcome.repaired);
 }

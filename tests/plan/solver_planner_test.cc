@@ -209,6 +209,23 @@ TEST(OptimalPlannerTest, LargeSetsGetWindowedOrdersAndStayValid) {
   }
 }
 
+TEST(OptimalPlannerTest, LargeSetsStopAtTheFirstPlanWithinTheCapacity) {
+  const BufferSet set = RandomSet(9, 4500, 2500, 1 << 16);
+  OptimalPlanOptions options;
+  options.time_limit_seconds = 0;
+  absl::StatusOr<OptimalPlanResult> start = PlanOptimal(set, options);
+  ASSERT_TRUE(start.ok()) << start.status();
+  // Any plan below the greedy start is enough: the first windowed order
+  // that beats it ends the run, long before the time limit.
+  options.time_limit_seconds = 120;
+  options.capacity = start->total_size - 1;
+  absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_LE(result->total_size, *options.capacity);
+  EXPECT_LT(result->seconds, 20);  // left to run, it takes about a minute
+  EXPECT_TRUE(CheckPlacement(result->placed).ok());
+}
+
 TEST(OptimalPlannerTest, EmptyAndZeroSizeSetsArePlannedTrivially) {
   BufferSet set;
   absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, {});

@@ -262,8 +262,9 @@ class RoundSearch {
   bool first_in_round_ = true;
 };
 
-// Sets too large to search: the windowed greedy orders, then local moves on
-// the best plan they found. `result.method` names the last step that helped.
+// Sets too large to search: the windowed greedy orders and their repairs,
+// then local moves on the best plan they found, until a plan is within the
+// capacity if one is given. `result.method` names the last step that helped.
 void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
                      const OptimalPlanOptions& options, Clock::time_point start,
                      Clock::time_point deadline, std::vector<uint64_t>& offsets,
@@ -277,15 +278,19 @@ void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
         std::chrono::duration<double>(found_at - start).count();
     result.method = method;
   };
+  // With a capacity, the first plan within it is enough.
+  const uint64_t enough =
+      std::max(result.lower_bound, options.capacity.value_or(0));
   const solver_internal::WindowedOrdersOutcome reordered =
       solver_internal::ImproveByWindowedOrders(
           records, alignment, offsets,
           {.deadline = deadline, .cancel = options.cancel},
-          {.lower_bound = result.lower_bound, .threads = options.threads});
+          {.stop_at = enough, .threads = options.threads});
   if (reordered.improved_at) {
     take(reordered.total, *reordered.improved_at,
          reordered.repaired ? "repaired_order" : "windowed_orders");
   }
+  if (result.total_size <= enough) return;
   const uint64_t moved = solver_internal::ImproveByLocalMoves(
       records, alignment, offsets, deadline);
   take(moved, Clock::now(), "local_moves");

@@ -106,7 +106,7 @@ size_t DemoteSupports(const std::vector<UsageRecord<>>& records,
 
 std::optional<RepairedPlan> RepairWindowedOrder(
     const std::vector<UsageRecord<>>& records, const WindowedOrder& order,
-    uint64_t alignment, uint64_t lower_bound, const StopWhen& stop,
+    uint64_t alignment, uint64_t stop_at, const StopWhen& stop,
     const RepairLimits& limits) {
   std::vector<size_t> visit = WindowedVisitOrder(records, order);
   std::optional<RepairedPlan> best =
@@ -119,8 +119,9 @@ std::optional<RepairedPlan> RepairWindowedOrder(
   std::vector<int> tries(records.size(), 0);
   int steps_without_gain = 0;
   int fruitless_returns = 0;
-  while (best->total > lower_bound &&
-         fruitless_returns <= limits.fruitless_returns) {
+  for (int step = 0; step < limits.steps && best->total > stop_at &&
+                     fruitless_returns <= limits.fruitless_returns;
+       ++step) {
     const size_t top = TopBuffer(records, current);
     const std::vector<size_t> placed_visit = visit;
     if (tries[top] % 2 == 1) {
@@ -134,6 +135,7 @@ std::optional<RepairedPlan> RepairWindowedOrder(
     current = std::move(*next);
     if (current.total < best->total) {
       best = current;
+      best->repaired = true;
       best_visit = visit;
       steps_without_gain = 0;
       fruitless_returns = 0;

@@ -37,6 +37,7 @@ struct RepairedPlan {
   uint64_t total = 0;             // max over buffers of offset + size
   std::vector<uint64_t> offsets;  // one per record
   std::chrono::steady_clock::time_point found_at;  // when it was placed
+  bool repaired = false;  // not the order's own plan but a repaired one
 };
 
 struct RepairLimits {
@@ -45,6 +46,8 @@ struct RepairLimits {
   // Returns to the best plan in a row without a better plan before giving
   // up on the order.
   int fruitless_returns = 2;
+  // Placements after the order's own plan, at most (0: that plan alone).
+  int steps = 1 << 30;
 };
 
 // Moves `tensor` in `visit` to the front of its run of buffers of one window
@@ -62,12 +65,13 @@ size_t DemoteSupports(const std::vector<UsageRecord<>>& records,
                       std::vector<size_t>& visit);
 
 // Starts from `order`'s own plan and repairs it as above until a plan
-// reaches `lower_bound`, the limits give up, or `stop` says so. Returns the
+// reaches `stop_at` (a proven bound, or a total
+// that is enough), the limits give up, or `stop` says so. Returns the
 // best plan placed (the order's own plan if nothing beat it), or nothing if
 // told to stop before the first placement was done.
 std::optional<RepairedPlan> RepairWindowedOrder(
     const std::vector<UsageRecord<>>& records, const WindowedOrder& order,
-    uint64_t alignment, uint64_t lower_bound, const StopWhen& stop,
+    uint64_t alignment, uint64_t stop_at, const StopWhen& stop,
     const RepairLimits& limits = {});
 
 }  // namespace tensormem::solver_internal

@@ -16,7 +16,7 @@
 //
 //   WindowedOrdersOutcome outcome = ImproveByWindowedOrders(
 //       records, 1, offsets, {.deadline = deadline},
-//       {.lower_bound = peak, .threads = 2});
+//       {.stop_at = peak, .threads = 2});
 #ifndef TENSORMEM_PLAN_SOLVER_WINDOWED_ORDERS_H_
 #define TENSORMEM_PLAN_SOLVER_WINDOWED_ORDERS_H_
 
@@ -74,11 +74,12 @@ std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
 uint64_t WindowRank(const UsageRecord<>& record, const WindowedOrder& order);
 
 struct WindowedOrdersOptions {
-  // A proven bound (e.g. the peak of live bytes): stop once a plan has it.
-  uint64_t lower_bound = 0;
-  // Threads placing members, then repairing orders, side by side (>= 1).
+  // Stop once a plan's total is at most this: a proven lower bound (e.g.
+  // the peak of live bytes), or a capacity that is enough.
+  uint64_t stop_at = 0;
+  // Threads placing and repairing members side by side (>= 1).
   int threads = 1;
-  // After the family, repair the members' orders (order_repair.h).
+  // Repair each member's order (order_repair.h) after placing it.
   bool repair = true;
 };
 
@@ -89,11 +90,11 @@ struct WindowedOrdersOutcome {
   bool repaired = false;  // the returned plan came from a repaired order
 };
 
-// Runs the family, then the repairs, until done, told to stop, or down to
-// `options.lower_bound`; replaces `offsets` (one per record, aligned, valid)
-// by any plan with a smaller total. With several threads the plan returned
-// is the same as with one whenever every member and repair runs to its end
-// (ties go to the earlier member).
+// Runs the family's members, each placed and then repaired, until done,
+// told to stop, or down to `options.stop_at`; replaces `offsets` (one per
+// record, aligned, valid) by any plan with a smaller total. With several
+// threads the plan returned is the same as with one whenever every member
+// runs to its end (ties go to the member run first).
 WindowedOrdersOutcome ImproveByWindowedOrders(
     const std::vector<UsageRecord<>>& records, uint64_t alignment,
     std::vector<uint64_t>& offsets, const StopWhen& stop,
