@@ -105,6 +105,10 @@ TEST(WindowedOrdersTest, APassedDeadlineOrACancelKeepsThePlan) {
   const StopWhen cancel = {.deadline = Clock::now() + std::chrono::hours(1),
                            .cancel = &cancelled};
   EXPECT_FALSE(PlaceInVisitOrder(records, visit, false, 1, cancel).has_value());
+  // Another thread's plan was enough: stop too.
+  const StopWhen enough = {.deadline = Clock::now() + std::chrono::hours(1),
+                           .enough = &cancelled};
+  EXPECT_FALSE(PlaceInVisitOrder(records, visit, false, 1, enough).has_value());
   absl::StatusOr<BestFitResult> start = BestFitMulti(records, 1);
   ASSERT_TRUE(start.ok());
   for (const StopWhen& stop : {StopWhen{.deadline = Clock::now()}, cancel}) {

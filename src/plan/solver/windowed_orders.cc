@@ -96,7 +96,8 @@ std::vector<size_t> RunOrder(const std::vector<WindowedOrder>& family) {
 }  // namespace
 
 bool StopWhen::Now() const {
-  return (cancel != nullptr && cancel->load()) || Clock::now() >= deadline;
+  return (cancel != nullptr && cancel->load()) ||
+         (enough != nullptr && enough->load()) || Clock::now() >= deadline;
 }
 
 std::vector<WindowedOrder> WindowedOrderFamily(uint64_t span) {
@@ -179,7 +180,11 @@ WindowedOrdersOutcome ImproveByWindowedOrders(
   }
   const std::vector<WindowedOrder> family =
       WindowedOrderFamily(last - first + 1);
-  auto done = [&] { return stop.Now() || best.Total() <= options.stop_at; };
+  // A plan within `stop_at` also stops the members other threads run.
+  std::atomic<bool> enough = best.Total() <= options.stop_at;
+  const StopWhen stop_all = {
+      .deadline = stop.deadline, .cancel = stop.cancel, .enough = &enough};
+  auto done = [&] { return stop_all.Now(); };
   // Each member is placed, then repaired, before the next is taken: the
   // repair starts from the member's own plan, and the first members' repairs
   // are the ones that count on S_1.
@@ -187,9 +192,10 @@ WindowedOrdersOutcome ImproveByWindowedOrders(
   RunInParallel(options.threads, members.size(), done, [&](size_t k) {
     const WindowedOrder& order = family[members[k]];
     std::optional<RepairedPlan> plan = RepairWindowedOrder(
-        records, order, alignment, options.stop_at, stop,
+        records, order, alignment, options.stop_at, stop_all,
         options.repair ? RepairLimits{} : RepairLimits{.steps = 0});
     if (!plan) return;
+    if (plan->total <= options.stop_at) enough = true;
     best.Offer(plan->total, std::move(plan->offsets), k, plan->found_at,
                plan->repaired);
   });

@@ -49,6 +49,8 @@ std::vector<size_t> WindowedVisitOrder(
 struct StopWhen {
   std::chrono::steady_clock::time_point deadline;
   const std::atomic<bool>* cancel = nullptr;
+  // Set when another thread's plan is good enough (null: no such thread).
+  const std::atomic<bool>* enough = nullptr;
   bool Now() const;
 };
 
