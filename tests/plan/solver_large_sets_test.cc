@@ -1,10 +1,11 @@
 // The optimal planner's path for large sets: the windowed greedy orders.
 #include <atomic>
 #include <chrono>
-#include <random>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "plan/large_set_test_util.h"
+#include "plan/solver/local_moves.h"
 #include "plan/solver/windowed_orders.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/checker.h"
@@ -13,27 +14,9 @@
 namespace tensormem::solver_internal {
 namespace {
 
+using ::tensormem::testing::RandomRecords;
+
 using Clock = std::chrono::steady_clock;
-
-std::vector<UsageRecord<>> RandomRecords(uint32_t seed, int n, int horizon) {
-  std::mt19937 random(seed);
-  std::vector<UsageRecord<>> records;
-  for (int i = 0; i < n; ++i) {
-    const TaskId first = random() % horizon;
-    records.push_back({.tensor_size = 1 + random() % 5000,
-                       .first_task = first,
-                       .last_task = first + random() % (horizon / 3 + 1)});
-  }
-  return records;
-}
-
-uint64_t Total(const std::vector<UsageRecord<>>& records,
-               const std::vector<uint64_t>& offsets) {
-  uint64_t total = 0;
-  for (size_t i = 0; i < records.size(); ++i)
-    total = std::max(total, offsets[i] + records[i].tensor_size);
-  return total;
-}
 
 TEST(WindowedOrdersTest, VisitsWindowsInTimeOrderLongestFirst) {
   const std::vector<UsageRecord<>> records = {
@@ -88,7 +71,7 @@ TEST(WindowedOrdersTest, PlansAreValidAndNeverWorseThanTheStart) {
       if (outcome.improved_at) {
         EXPECT_GE(*outcome.improved_at, before);
       }
-      EXPECT_EQ(total, Total(records, offsets));
+      EXPECT_EQ(total, TotalSize(records, offsets));
       EXPECT_TRUE(CheckOffsets(records, {offsets, total}, alignment).ok());
     }
   }
@@ -148,11 +131,11 @@ TEST(WindowedOrdersTest, StopsOnceAPlanReachesTheLowerBound) {
                 records, 1, offsets,
                 {.deadline = Clock::now() + std::chrono::seconds(5)})
                 .total,
-            Total(records, *first_plan));
+            TotalSize(records, *first_plan));
   offsets = start;
   const WindowedOrdersOutcome outcome = ImproveByWindowedOrders(
       records, 1, offsets, {.deadline = Clock::now() + std::chrono::seconds(5)},
-      {.stop_at = Total(records, *first_plan)});
+      {.stop_at = TotalSize(records, *first_plan)});
   EXPECT_EQ(offsets, *first_plan);
   EXPECT_FALSE(outcome.repaired);
 }
@@ -171,7 +154,7 @@ TEST(WindowedOrdersTest, OneWindowedOrderBeatsBestFitOnIopddlS1) {
       *records, WindowedVisitOrder(*records, order), order.first_fit, 1,
       {.deadline = Clock::now() + std::chrono::minutes(5)});
   ASSERT_TRUE(offsets.has_value());
-  const uint64_t total = Total(*records, *offsets);
+  const uint64_t total = TotalSize(*records, *offsets);
   EXPECT_TRUE(CheckOffsets(*records, {*offsets, total}).ok());
   const uint64_t peak = PeakLiveBytes(*set);
   EXPECT_LT(total, peak + peak / 500);

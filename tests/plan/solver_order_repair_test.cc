@@ -1,10 +1,11 @@
 // The optimal planner's large-set path: repairs of windowed orders, and the
 // family run on several threads.
 #include <chrono>
-#include <random>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "plan/large_set_test_util.h"
+#include "plan/solver/local_moves.h"
 #include "plan/solver/order_repair.h"
 #include "plan/solver/windowed_orders.h"
 #include "tensormem/plan/buffer_set.h"
@@ -13,30 +14,12 @@
 namespace tensormem::solver_internal {
 namespace {
 
+using ::tensormem::testing::RandomRecords;
+
 using Clock = std::chrono::steady_clock;
 
 StopWhen Within(std::chrono::seconds seconds) {
   return {.deadline = Clock::now() + seconds};
-}
-
-uint64_t Total(const std::vector<UsageRecord<>>& records,
-               const std::vector<uint64_t>& offsets) {
-  uint64_t total = 0;
-  for (size_t i = 0; i < records.size(); ++i)
-    total = std::max(total, offsets[i] + records[i].tensor_size);
-  return total;
-}
-
-std::vector<UsageRecord<>> RandomRecords(uint32_t seed, int n, int horizon) {
-  std::mt19937 random(seed);
-  std::vector<UsageRecord<>> records;
-  for (int i = 0; i < n; ++i) {
-    const TaskId first = random() % horizon;
-    records.push_back({.tensor_size = 1 + random() % 5000,
-                       .first_task = first,
-                       .last_task = first + random() % (horizon / 3 + 1)});
-  }
-  return records;
 }
 
 TEST(OrderRepairTest, AKnownPrefixGivesTheSamePlacement) {
@@ -115,12 +98,12 @@ TEST(OrderRepairTest, PromotingTheTopBufferReachesThePeak) {
       PlaceInVisitOrder(records, WindowedVisitOrder(records, order), true, 1,
                         Within(std::chrono::seconds(5)));
   ASSERT_TRUE(plain.has_value());
-  EXPECT_EQ(Total(records, *plain), 4u);
+  EXPECT_EQ(TotalSize(records, *plain), 4u);
   std::optional<RepairedPlan> repaired = RepairWindowedOrder(
       records, order, 1, 3, Within(std::chrono::seconds(5)));
   ASSERT_TRUE(repaired.has_value());
   EXPECT_EQ(repaired->total, 3u);
-  EXPECT_EQ(Total(records, repaired->offsets), 3u);
+  EXPECT_EQ(TotalSize(records, repaired->offsets), 3u);
   EXPECT_TRUE(CheckOffsets(records, {repaired->offsets, 3}).ok());
 }
 
@@ -136,8 +119,8 @@ TEST(OrderRepairTest, RepairedPlansAreValidAndNeverWorseThanTheOrder) {
         std::optional<RepairedPlan> repaired = RepairWindowedOrder(
             records, order, alignment, 0, Within(std::chrono::seconds(5)));
         ASSERT_TRUE(plain && repaired);
-        EXPECT_LE(repaired->total, Total(records, *plain));
-        EXPECT_EQ(repaired->total, Total(records, repaired->offsets));
+        EXPECT_LE(repaired->total, TotalSize(records, *plain));
+        EXPECT_EQ(repaired->total, TotalSize(records, repaired->offsets));
         EXPECT_TRUE(CheckOffsets(records, {repaired->offsets, repaired->total},
                                  alignment)
                         .ok());
@@ -189,7 +172,7 @@ TEST(OrderRepairTest, RepairBringsIopddlS1WithinATenthOfAPercent) {
       PlaceInVisitOrder(*records, WindowedVisitOrder(*records, order), true, 1,
                         Within(std::chrono::seconds(300)));
   ASSERT_TRUE(plain.has_value());
-  EXPECT_GT(Total(*records, *plain), peak + peak / 500);
+  EXPECT_GT(TotalSize(*records, *plain), peak + peak / 500);
   std::optional<RepairedPlan> repaired = RepairWindowedOrder(
       *records, order, 1, peak, Within(std::chrono::seconds(300)));
   ASSERT_TRUE(repaired.has_value());
