@@ -82,7 +82,7 @@ void RunInParallel(int threads, size_t count, const Done& done,
 // smallest, are not repaired below 1.0025x.
 std::vector<size_t> RunOrder(const std::vector<WindowedOrder>& family) {
   std::vector<size_t> members;
-  for (const auto [first_fit, backwards] :
+  for (const auto& [first_fit, backwards] :
        {std::pair{true, true}, {true, false}, {false, true}, {false, false}}) {
     for (size_t member = 0; member < family.size(); ++member) {
       if (family[member].first_fit == first_fit &&
