@@ -222,7 +222,11 @@ TEST(OptimalPlannerTest, LargeSetsStopAtTheFirstPlanWithinTheCapacity) {
   absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_LE(result->total_size, *options.capacity);
-  EXPECT_LT(result->seconds, 20);  // left to run, it takes about a minute
+  // Left to run, the repairs go on for about a minute (several under the
+  // sanitizers): the run must end with the plan that met the capacity, well
+  // before its time limit, whatever the machine's speed.
+  EXPECT_LT(result->seconds - result->seconds_to_best, 2.0);
+  EXPECT_LT(result->seconds, 0.9 * options.time_limit_seconds);
   EXPECT_TRUE(CheckPlacement(result->placed).ok());
 }
 
