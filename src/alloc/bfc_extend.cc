@@ -92,7 +92,7 @@ uint64_t BfcCore::FreeTailBytes(int pool) const {
   }
   if (highest == nullptr) return 0;
   const BfcChunk& last = map_.chunk(LastChunk(*highest));
-  return !last.is_free() || last.freed_at_count != 0 ? 0 : last.size;
+  return last.Mergeable() ? last.size : 0;
 }
 
 bool BfcCore::AddMemory(void* ptr, uint64_t bytes_received, int pool) {
@@ -115,7 +115,7 @@ bool BfcCore::AddMemory(void* ptr, uint64_t bytes_received, int pool) {
   region->pieces.push_back({ptr, bytes_received});
   const ChunkHandle last = LastChunk(*region);
   BfcChunk& tail = map_.chunk(last);
-  if (tail.is_free() && tail.freed_at_count == 0) {
+  if (tail.Mergeable()) {
     // The free tail takes the new memory in place (growth's common case).
     RemoveFree(last);
     map_.chunk(last).size += usable;

@@ -19,10 +19,6 @@ size_t TopBuffer(const std::vector<UsageRecord<>>& records,
   return 0;
 }
 
-bool LiveTogether(const UsageRecord<>& a, const UsageRecord<>& b) {
-  return a.first_task <= b.last_task && b.first_task <= a.last_task;
-}
-
 // Where the run of buffers of one window that holds position `end - 1`
 // begins.
 size_t RunStart(const std::vector<UsageRecord<>>& records,
@@ -82,7 +78,7 @@ size_t DemoteSupports(const std::vector<UsageRecord<>>& records,
   auto supports = [&](size_t i) {
     return i != tensor && records[i].tensor_size > 0 &&
            offsets[i] + records[i].tensor_size == offsets[tensor] &&
-           LiveTogether(records[i], top);
+           records[i].LiveAtSameTime(top);
   };
   std::vector<size_t> reordered;
   std::vector<size_t> demoted;
