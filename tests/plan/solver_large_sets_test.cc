@@ -39,6 +39,16 @@ TEST(WindowedOrdersTest, VisitsWindowsInTimeOrderLongestFirst) {
             (std::vector<size_t>{3, 4, 2, 1, 0}));
 }
 
+// Both ends count: a set from task 3 to task 9 spans 7 tasks.
+TEST(WindowedOrdersTest, TaskSpanCountsFromTheFirstTaskToTheLast) {
+  EXPECT_EQ(TaskSpan({}), 0u);
+  EXPECT_EQ(TaskSpan({{.tensor_size = 4, .first_task = 5, .last_task = 5}}),
+            1u);
+  EXPECT_EQ(TaskSpan({{.tensor_size = 4, .first_task = 7, .last_task = 9},
+                      {.tensor_size = 0, .first_task = 3, .last_task = 4}}),
+            7u);
+}
+
 TEST(WindowedOrdersTest, FamilyCoversWidthsPhasesDirectionsAndRules) {
   const std::vector<WindowedOrder> family = WindowedOrderFamily(1000);
   EXPECT_EQ(family.size(), 48u);
@@ -149,7 +159,7 @@ TEST(WindowedOrdersTest, OneWindowedOrderBeatsBestFitOnIopddlS1) {
   ASSERT_TRUE(set.ok()) << set.status();
   absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(*set);
   ASSERT_TRUE(records.ok());
-  const WindowedOrder order = WindowedOrderFamily(44682).front();
+  const WindowedOrder order = WindowedOrderFamily(TaskSpan(*records)).front();
   std::optional<std::vector<uint64_t>> offsets = PlaceInVisitOrder(
       *records, WindowedVisitOrder(*records, order), order.first_fit, 1,
       {.deadline = Clock::now() + std::chrono::minutes(5)});

@@ -165,7 +165,7 @@ TEST(OrderRepairTest, RepairBringsIopddlS1WithinATenthOfAPercent) {
   ASSERT_TRUE(set.ok()) << set.status();
   absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(*set);
   ASSERT_TRUE(records.ok());
-  const WindowedOrder order = WindowedOrderFamily(44682)[2];
+  const WindowedOrder order = WindowedOrderFamily(TaskSpan(*records))[2];
   ASSERT_TRUE(order.backwards && order.first_fit);
   const uint64_t peak = PeakLiveBytes(*set);
   std::optional<std::vector<uint64_t>> plain =

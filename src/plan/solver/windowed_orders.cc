@@ -100,6 +100,17 @@ bool StopWhen::Now() const {
          (enough != nullptr && enough->load()) || Clock::now() >= deadline;
 }
 
+uint64_t TaskSpan(const std::vector<UsageRecord<>>& records) {
+  if (records.empty()) return 0;
+  TaskId first = records[0].first_task;
+  TaskId last = records[0].last_task;
+  for (const UsageRecord<>& r : records) {
+    first = std::min(first, r.first_task);
+    last = std::max(last, r.last_task);
+  }
+  return last - first + 1;
+}
+
 std::vector<WindowedOrder> WindowedOrderFamily(uint64_t span) {
   std::vector<WindowedOrder> family;
   // Middle widths first. On S_1 the best member of every width ends within
@@ -172,14 +183,8 @@ WindowedOrdersOutcome ImproveByWindowedOrders(
     const WindowedOrdersOptions& options) {
   SharedBest best(offsets, TotalSize(records, offsets));
   if (records.empty()) return best.Outcome();
-  TaskId first = records[0].first_task;
-  TaskId last = records[0].last_task;
-  for (const UsageRecord<>& r : records) {
-    first = std::min(first, r.first_task);
-    last = std::max(last, r.last_task);
-  }
   const std::vector<WindowedOrder> family =
-      WindowedOrderFamily(last - first + 1);
+      WindowedOrderFamily(TaskSpan(records));
   // A plan within `stop_at` also stops the members other threads run.
   std::atomic<bool> enough = best.Total() <= options.stop_at;
   const StopWhen stop_all = {

@@ -38,6 +38,10 @@ struct WindowedOrder {
   bool first_fit = false;  // lowest gap instead of the tightest
 };
 
+// The tasks from the earliest first task to the latest last task of
+// `records`, both counted (0 for none): the `span` of WindowedOrderFamily.
+uint64_t TaskSpan(const std::vector<UsageRecord<>>& records);
+
 // The members tried, most promising first, for records spanning `span` tasks.
 std::vector<WindowedOrder> WindowedOrderFamily(uint64_t span);
 
