@@ -13,7 +13,7 @@ CMAKE_ARGS ?=
 VENV ?= .venv
 
 .PHONY: all deps configure build run test python sanitize fuzz fuzz-build fuzz-smoke ci \
-        reliability-report format clean
+        reliability-report format clean gpu-bundle
 
 all: build
 
@@ -41,6 +41,14 @@ python: configure
 	@TENSORMEM_CMAKE_BUILD_DIR=$(CURDIR)/$(BUILD_DIR) $(VENV)/bin/python -m pip install \
 		--no-build-isolation --no-deps --no-index --quiet ./python
 	@echo "tensormem $$(cd /tmp && $(CURDIR)/$(VENV)/bin/python -c 'import tensormem; print(tensormem.__version__)') installed in $(VENV)"
+
+# The GPU bundle (docs/gpu-bundle.md): a Release build whose binaries find their
+# libraries inside build/gpu-bundle/, for a machine with a GPU but none of
+# Debian's libraries. `build/gpu-bundle/gpu-check.sh` runs its check there.
+gpu-bundle: deps
+	@cmake --preset gpu-bundle $(CMAKE_ARGS) >/dev/null
+	@cmake --build --preset gpu-bundle
+	@bash tools/gpu-bundle/make-bundle.sh build/gpu-bundle-build build/gpu-bundle
 
 sanitize:
 	@$(MAKE) --no-print-directory test PRESET=asan

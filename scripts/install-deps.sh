@@ -17,6 +17,8 @@ packages=(
   clang-format-14 clang-tidy-14
   # Instruction counts of the BFC benchmarks (tools/bfc_instructions.py).
   valgrind
+  # The GPU bundle (make gpu-bundle): its copied libraries get RUNPATH $ORIGIN.
+  patchelf
 )
 
 missing=()

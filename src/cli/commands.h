@@ -16,6 +16,8 @@ void AddReplayCommand(CLI::App& app);
 void AddReportCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
 void AddWhatIfCommand(CLI::App& app);
+// Only in a build with the CUDA toolkit (TENSORMEM_WITH_CUDA).
+void AddDevicesCommand(CLI::App& app);
 
 }  // namespace tensormem::cli
 

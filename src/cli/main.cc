@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
   tensormem::cli::AddBenchCommand(app);
   tensormem::cli::AddWhatIfCommand(app);
   tensormem::cli::AddConvertCommand(app);
+#ifdef TENSORMEM_WITH_CUDA
+  tensormem::cli::AddDevicesCommand(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

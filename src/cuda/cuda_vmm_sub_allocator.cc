@@ -197,7 +197,7 @@ void CudaVmmSubAllocator::Free(void* ptr, size_t bytes) {
     return;
   }
   VisitFree(ptr, device(), bytes);
-  if (MakeCurrent()) Unback(start, bytes);
+  if (MakeCurrent() && WaitForQueuedWork("free", bytes)) Unback(start, bytes);
   free_ranges_->Release(start, bytes);
   regions_.erase(found);
 }
@@ -236,11 +236,24 @@ bool CudaVmmSubAllocator::CheckChange(uintptr_t start, uint64_t size,
 bool CudaVmmSubAllocator::Decommit(void* ptr, size_t bytes) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!CheckChange(start, bytes, /*mapped=*/true) || !MakeCurrent()) {
+  if (!CheckChange(start, bytes, /*mapped=*/true) || !MakeCurrent() ||
+      !WaitForQueuedWork("decommit", bytes)) {
     return false;
   }
   Unback(start, bytes);
   return true;
+}
+
+bool CudaVmmSubAllocator::WaitForQueuedWork(const char* why,
+                                            uint64_t bytes) {
+  // A block freed by its last user may still be read or written by kernels
+  // queued on any stream; unmapping it under them is a device fault, so the
+  // device drains first (the cost is paid only when memory goes back).
+  const CUresult result = driver().api().cuCtxSynchronize();
+  if (result == CUDA_SUCCESS) return true;
+  ReportFailedFree(result, absl::StrCat("cuCtxSynchronize before the ", why,
+                                        " of ", DescribeBytes(bytes)));
+  return false;
 }
 
 bool CudaVmmSubAllocator::Recommit(void* ptr, size_t bytes) {

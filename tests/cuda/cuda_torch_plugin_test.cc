@@ -36,7 +36,10 @@ std::string TracePath() {
 class CudaTorchPluginTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    void* library = dlopen(TENSORMEM_CUDA_TORCH_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    // The GPU bundle names its own copy; a build tree uses the one it built.
+    const char* path = std::getenv("TENSORMEM_CUDA_TORCH_LIBRARY");
+    if (path == nullptr) path = TENSORMEM_CUDA_TORCH_LIBRARY;
+    void* library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(library, nullptr) << dlerror();
     auto resolve = [&](const char* name) {
       void* symbol = dlsym(library, name);

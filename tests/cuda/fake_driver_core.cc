@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -153,12 +154,14 @@ void fake_cuda_reset(int device_count, uint64_t memory_per_device) {
   State& state = GetState();
   std::lock_guard<std::mutex> lock(state.mutex);
   fake_cuda::ReleaseEverything(state);
-  std::vector<int> retains;
-  for (const fake_cuda::Device& device : state.devices) {
-    retains.push_back(device.primary_retains);
+  std::vector<int>& retains = state.kept_primary_retains;
+  if (retains.size() < state.devices.size()) retains.resize(state.devices.size());
+  for (size_t i = 0; i < state.devices.size(); ++i) {
+    retains[i] = state.devices[i].primary_retains;
   }
   fake_cuda::Configure(state, device_count, memory_per_device);
-  // Primary contexts a loaded driver retained stay retained.
+  // Primary contexts a loaded driver retained stay retained, also those of a
+  // device an earlier reset removed.
   for (size_t i = 0; i < retains.size() && i < state.devices.size(); ++i) {
     state.devices[i].primary_retains = retains[i];
   }
@@ -272,6 +275,17 @@ CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
     FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_DEVICE);
   }
   *device = ordinal;
+  FAKE_CUDA_RETURN(CUDA_SUCCESS);
+}
+
+CUresult CUDAAPI cuDeviceGetName(char* name, int length, CUdevice device) {
+  FAKE_CUDA_ENTER("device=" + std::to_string(device));
+  if (!fake_cuda::ValidDevice(state, device)) {
+    FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_DEVICE);
+  }
+  if (name == nullptr || length <= 0) FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_VALUE);
+  std::snprintf(name, static_cast<size_t>(length), "tensormem fake device %d",
+                device);
   FAKE_CUDA_RETURN(CUDA_SUCCESS);
 }
 

@@ -52,6 +52,10 @@ struct State {
   std::mutex mutex;
   bool initialized = false;
   std::vector<Device> devices;
+  // Primary-context retains by ordinal, kept across resets to fewer devices:
+  // the process's loaded driver still holds them when a later reset adds the
+  // device back.
+  std::vector<int> kept_primary_retains;
   uint64_t host_limit = uint64_t{16} << 30;
   uint64_t host_used = 0;
   std::map<uintptr_t, Block> blocks;

@@ -97,6 +97,9 @@ class CudaVmmSubAllocator final : public CudaSubAllocatorBase {
   bool MapNew(uintptr_t start, uint64_t size)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   bool SetAccess(uintptr_t start, uint64_t size);
+  // Waits until the device has run every queued kernel (cuCtxSynchronize);
+  // false, reported, if the driver fails.
+  bool WaitForQueuedWork(const char* why, uint64_t bytes);
   // Unmaps and releases the mappings inside [start, start + size).
   void Unback(uintptr_t start, uint64_t size)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);

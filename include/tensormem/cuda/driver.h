@@ -40,6 +40,7 @@ namespace tensormem {
   X(cuDriverGetVersion) \
   X(cuDeviceGetCount) \
   X(cuDeviceGet) \
+  X(cuDeviceGetName) \
   X(cuDeviceTotalMem) \
   X(cuDeviceGetAttribute) \
   X(cuDevicePrimaryCtxRetain) \
