@@ -4,10 +4,13 @@
 # both on the driver in use (the real one on a GPU) and on the bundle's fake.
 #   tf:    every upstream must reserve exactly the simulated replay's peak
 #          (growth takes whole regions, so the upstream cannot matter);
-#   tight: each GPU upstream must reserve exactly what it reserves on the
-#          fake driver. It cannot equal the simulated peak: cuda-vmm gives
-#          holes back in 2 MiB granules, not 256 B, and cuda cannot give
-#          holes back at all (docs/gpu-bundle.md).
+#   tight: cuda-vmm must reserve exactly what it reserves on the fake driver
+#          (one reserved range: placements do not depend on where the driver
+#          put it). It cannot equal the simulated peak: it gives holes back
+#          in 2 MiB granules, not 256 B. cuda is reported only: its regions
+#          lie wherever cuMemAlloc puts them, and best fit breaks ties by
+#          address (an H200 reserved 1.4% less than the fake on resnet50;
+#          docs/gpu-bundle.md).
 # The GPU bundle's check runs it (step 3); one JSON per replay lands in OUT.
 set -uo pipefail
 cli=$1 fake=$2 data=$3 out=$4
@@ -41,6 +44,7 @@ for trace in "$data"/*.trace.gz; do
       on_fake=$(peak_of "$trace" "$policy" "$upstream" "$base.$upstream.fake" \
         "TENSORMEM_CUDA_DRIVER=$fake") || { failures=$((failures + 1)); continue; }
       line="$line, $upstream $on_gpu (fake driver $on_fake)"
+      [ "$policy" = tight ] && [ "$upstream" = cuda ] && continue
       expected=$on_fake
       [ "$policy" = tf ] && expected=$simulated
       if [ "$on_gpu" != "$expected" ] || [ "$on_fake" != "$on_gpu" ]; then

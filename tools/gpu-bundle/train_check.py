@@ -97,6 +97,13 @@ def train(args, result):
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
     torch.use_deterministic_algorithms(True, warn_only=True)  # some backward kernels alert
+    # The fused attention kernels' backward passes accumulate with atomics
+    # (GPT-2's parameters differed between two runs of PyTorch's own
+    # allocator on an H200): attention runs on the math kernels only.
+    for backend in ("flash", "mem_efficient", "cudnn"):
+        switch = getattr(torch.backends.cuda, f"enable_{backend}_sdp", None)
+        if switch is not None:
+            switch(False)
     build, batch = MODELS[args.model]
     model, inputs, targets = build(torch, args.batch or batch)
     model = model.cuda().train()
