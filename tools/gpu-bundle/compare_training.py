@@ -45,6 +45,11 @@ def compare(directory, model, rerun):
     row["peak_reserved_tensormem"] = tensormem["peak_reserved_bytes"]
     row["peak_allocated_pytorch"] = pytorch.get("peak_allocated_bytes")
     row["peak_ratio"] = tensormem["peak_reserved_bytes"] / pytorch["peak_reserved_bytes"]
+    # The floor no allocator can go under: PyTorch's peak of allocated bytes.
+    row["peak_over_allocated"] = (tensormem["peak_reserved_bytes"] / pytorch["peak_allocated_bytes"]
+                                  if pytorch.get("peak_allocated_bytes") else None)
+    row["pytorch_over_allocated"] = (pytorch["peak_reserved_bytes"] / pytorch["peak_allocated_bytes"]
+                                     if pytorch.get("peak_allocated_bytes") else None)
     row["step_ms_pytorch"] = pytorch["median_step_ms"]
     row["step_ms_tensormem"] = tensormem["median_step_ms"]
     row["step_ratio"] = tensormem["median_step_ms"] / pytorch["median_step_ms"]

@@ -126,7 +126,9 @@ def main():
         else:
             lines.append(f"training {row['model']}: parameters "
                          f"{'identical' if row['identical_parameters'] else 'DIFFER'}, peak reserved "
-                         f"{row['peak_ratio']:.3f}x PyTorch's, step time {row['step_ratio']:.3f}x")
+                         f"{row['peak_ratio']:.3f}x PyTorch's (PyTorch {row['pytorch_over_allocated']:.3f}x, "
+                         f"tensormem {row['peak_over_allocated']:.3f}x the peak allocated), "
+                         f"step time {row['step_ratio']:.3f}x")
     for row in summary["snapshots"]:
         lines.append(f"snapshot {row['name']}: recorded peak reserved "
                      f"{row['recorded_peak_reserved']}, replayed {row['replayed_peak_reserved']}"
