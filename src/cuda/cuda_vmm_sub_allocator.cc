@@ -129,24 +129,37 @@ bool CudaVmmSubAllocator::Back(uintptr_t start, uint64_t size,
   return true;
 }
 
-void CudaVmmSubAllocator::Unback(uintptr_t start, uint64_t size) {
+bool CudaVmmSubAllocator::Unback(uintptr_t start, uint64_t size) {
   const CudaDriverApi& api = driver().api();
+  bool all_unmapped = true;
   auto it = mappings_.lower_bound(start);
   while (it != mappings_.end() && it->first < start + size) {
     const auto [at, mapping] = *it;
     CUresult result = api.cuMemUnmap(at, mapping.size);
     if (result != CUDA_SUCCESS) {
-      // A handle still mapped cannot be released: it stays, and leaks.
+      // Still mapped: it stays on the books, and its range must not be
+      // handed out again as if it were free.
       ReportFailedFree(result, OnDevice("cuMemUnmap", mapping.size, device()));
-    } else {
-      result = api.cuMemRelease(mapping.handle);
-      if (result != CUDA_SUCCESS) {
-        ReportFailedFree(result,
-                         OnDevice("cuMemRelease", mapping.size, device()));
-      }
+      all_unmapped = false;
+      ++it;
+      continue;
+    }
+    result = api.cuMemRelease(mapping.handle);
+    if (result != CUDA_SUCCESS) {  // unmapped, so the range is free again
+      ReportFailedFree(result, OnDevice("cuMemRelease", mapping.size, device()));
     }
     mapped_bytes_ -= mapping.size;
     it = mappings_.erase(it);
+  }
+  return all_unmapped;
+}
+
+void CudaVmmSubAllocator::RemapUnmappedGranules(uintptr_t start,
+                                                uint64_t size) {
+  for (uintptr_t at = start; at < start + size; at += granularity_) {
+    if (mappings_.count(at) == 0 && MapNew(at, granularity_)) {
+      SetAccess(at, granularity_);
+    }
   }
 }
 
@@ -197,8 +210,11 @@ void CudaVmmSubAllocator::Free(void* ptr, size_t bytes) {
     return;
   }
   VisitFree(ptr, device(), bytes);
-  if (MakeCurrent() && WaitForQueuedWork("free", bytes)) Unback(start, bytes);
-  free_ranges_->Release(start, bytes);
+  // A region whose memory could not all be unmapped keeps its addresses.
+  if (MakeCurrent() && WaitForQueuedWork("free", bytes) &&
+      Unback(start, bytes)) {
+    free_ranges_->Release(start, bytes);
+  }
   regions_.erase(found);
 }
 
@@ -240,8 +256,11 @@ bool CudaVmmSubAllocator::Decommit(void* ptr, size_t bytes) {
       !WaitForQueuedWork("decommit", bytes)) {
     return false;
   }
-  Unback(start, bytes);
-  return true;
+  if (Unback(start, bytes)) return true;
+  // Part of the range is still mapped: map the rest again, so the caller
+  // keeps the whole range as it was before the call.
+  RemapUnmappedGranules(start, bytes);
+  return false;
 }
 
 bool CudaVmmSubAllocator::WaitForQueuedWork(const char* why,

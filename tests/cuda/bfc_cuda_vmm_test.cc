@@ -157,6 +157,37 @@ TEST_F(BfcOnCudaVmmTest, TightPolicyGivesHolesBackToTheDevice) {
   bfc.Deallocate(second);
 }
 
+// A freed block's kernels may still be queued when tight gives its granules
+// back: the device drains before they are unmapped (a real GPU would fault).
+TEST_F(BfcOnCudaVmmTest, TightPolicyUnmapsHolesOnlyAfterQueuedWork) {
+  TENSORMEM_FAKE_DRIVER_ONLY();
+  CudaSubAllocatorParams params;
+  params.reserve_bytes = 256 * kMiB;
+  auto vmm = CudaVmmSubAllocator::Create(params);
+  ASSERT_TRUE(vmm.ok()) << vmm.status();
+  vmm_ = vmm->get();
+  PolicyEnvironment environment;
+  environment.memory_limit = 256 * kMiB;
+  environment.allow_growth = true;
+  environment.upstream_coalesces = true;
+  auto policy = CreatePolicy("tight", environment, "");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  BfcAllocator bfc(*std::move(vmm), 256 * kMiB, BfcAllocator::Options(),
+                   *std::move(policy));
+  void* activation = bfc.Allocate(4 * kMiB);
+  void* kept = bfc.Allocate(2 * kMiB);
+  // A kernel reading the activation is queued; the host frees it at once.
+  fake_cuda_launch(nullptr, reinterpret_cast<CUdeviceptr>(activation),
+                   4 * kMiB);
+  bfc.Deallocate(activation);
+  const int synchronisations = fake_cuda_call_count("cuCtxSynchronize");
+  ASSERT_NE(bfc.Allocate(6 * kMiB), nullptr);  // the hole goes back first
+  EXPECT_EQ(vmm_->mapped_bytes(), 8 * kMiB);
+  EXPECT_EQ(fake_cuda_call_count("cuCtxSynchronize"), synchronisations + 1);
+  EXPECT_STREQ(fake_cuda_violations(), "");
+  bfc.Deallocate(kept);
+}
+
 TEST_F(BfcOnCudaVmmTest, OutOfDeviceMemoryIsExplained) {
   TENSORMEM_FAKE_DRIVER_ONLY();
   auto bfc = MakeBfc(4 * kDeviceMemory, /*gc=*/false);  // limit > device

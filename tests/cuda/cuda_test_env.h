@@ -40,6 +40,7 @@ class CudaTest : public ::testing::Test {
   void TearDown() override {
     if (OnFakeDriver() && driver_ != nullptr) {
       EXPECT_EQ(fake_cuda_live_objects(), 0) << fake_cuda_leak_report();
+      EXPECT_STREQ(fake_cuda_violations(), "");
     }
   }
 

@@ -266,5 +266,34 @@ TEST_F(CudaVmmTest, FailedRecommitLeavesTheRangeDecommitted) {
   vmm->Free(region, received);
 }
 
+// A granule the driver would not unmap is still mapped: its range is never
+// treated as free (a decommit fails whole, a freed region's addresses are not
+// handed out again).
+TEST_F(CudaVmmTest, AFailedUnmapNeverMakesTheRangeFree) {
+  TENSORMEM_FAKE_DRIVER_ONLY();
+  auto vmm = Create(64 * kMiB);
+  const uint64_t granule = vmm->granularity();
+  size_t received = 0;
+  char* region = static_cast<char*>(vmm->Alloc(4 * granule, 256, &received));
+  fake_cuda_fail_call("cuMemUnmap", 2, CUDA_ERROR_UNKNOWN);
+  EXPECT_FALSE(vmm->Decommit(region, 3 * granule));
+  EXPECT_EQ(vmm->mapped_bytes(), 4 * granule);  // the whole range, as before
+  EXPECT_EQ(vmm->failed_frees(), 1);
+  std::memset(region, 1, 4 * granule);  // every granule is mapped again
+  ASSERT_TRUE(vmm->Decommit(region, 3 * granule));
+  ASSERT_TRUE(vmm->Recommit(region, 3 * granule));
+
+  fake_cuda_fail_call("cuMemUnmap", 1, CUDA_ERROR_UNKNOWN);
+  vmm->Free(region, received);
+  EXPECT_EQ(vmm->failed_frees(), 2);
+  EXPECT_EQ(vmm->mapped_bytes(), granule);  // the granule that stayed mapped
+  size_t again = 0;
+  char* next = static_cast<char*>(vmm->Alloc(4 * granule, 256, &again));
+  ASSERT_NE(next, nullptr);
+  EXPECT_TRUE(next >= region + 4 * granule || next + 4 * granule <= region);
+  vmm->Free(next, again);
+  fake_cuda_reset(2, kDeviceMemory);  // the stuck granule, as a driver would
+}
+
 }  // namespace
 }  // namespace tensormem

@@ -43,6 +43,15 @@ uint64_t fake_cuda_device_used(int device);
 // events, and what they are.
 int fake_cuda_live_objects(void);
 const char* fake_cuda_leak_report(void);
+// Queues a kernel on `stream` that uses [ptr, ptr + bytes): pending until
+// that stream or the context is synchronised (cuStreamSynchronize,
+// cuCtxSynchronize, cuMemFree). Events recorded after it are not complete
+// (cuEventQuery: CUDA_ERROR_NOT_READY) until then.
+void fake_cuda_launch(CUstream stream, CUdeviceptr ptr, size_t bytes);
+// What pending work caught since the last reset, one line each: memory
+// unmapped under it, or another stream using its memory with no event wait.
+// Empty when nothing was caught.
+const char* fake_cuda_violations(void);
 
 #ifdef __cplusplus
 }  // extern "C"

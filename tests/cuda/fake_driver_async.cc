@@ -72,6 +72,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
   if (!fake_cuda::ValidStream(state, stream)) {
     FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_HANDLE);
   }
+  fake_cuda::CompleteWork(state, Id(stream), /*all=*/false);
   fake_cuda::TrimPoolsAtSync(state);
   FAKE_CUDA_RETURN(CUDA_SUCCESS);
 }
@@ -81,7 +82,7 @@ CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int /*flags*/) {
   if (CUresult error = fake_cuda::RequireContext(state))
     FAKE_CUDA_RETURN(error);
   const uint64_t id = state.next_id++;
-  state.events[id] = false;
+  state.events[id] = fake_cuda::Event{};
   *event = FromId<CUevent>(id);
   FAKE_CUDA_RETURN(CUDA_SUCCESS);
 }
@@ -101,14 +102,25 @@ CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
   if (found == state.events.end() || !fake_cuda::ValidStream(state, stream)) {
     FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_HANDLE);
   }
-  found->second = true;  // streams run their work at once: complete
+  // Complete once the stream's work queued so far is (fake_cuda_launch).
+  fake_cuda::Event& recorded = found->second;
+  recorded = fake_cuda::Event{true, Id(stream), 0};
+  for (const fake_cuda::Work& work : state.pending) {
+    if (work.stream == recorded.stream) {
+      recorded.seq = std::max(recorded.seq, work.seq);
+    }
+  }
   FAKE_CUDA_RETURN(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuEventQuery(CUevent event) {
   FAKE_CUDA_ENTER("event=" + std::to_string(Id(event)));
-  if (state.events.count(Id(event)) == 0) {
-    FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_HANDLE);
+  auto found = state.events.find(Id(event));
+  if (found == state.events.end()) FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_HANDLE);
+  for (const fake_cuda::Work& work : state.pending) {
+    if (work.stream == found->second.stream && work.seq <= found->second.seq) {
+      FAKE_CUDA_RETURN(CUDA_ERROR_NOT_READY);
+    }
   }
   FAKE_CUDA_RETURN(CUDA_SUCCESS);
 }
@@ -122,6 +134,9 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent event,
     FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_HANDLE);
   }
   if (flags != 0) FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_VALUE);
+  const fake_cuda::Event& waited = found->second;
+  uint64_t& ordered = state.waits[{Id(stream), waited.stream}];
+  ordered = std::max(ordered, waited.seq);
   FAKE_CUDA_RETURN(CUDA_SUCCESS);
 }
 

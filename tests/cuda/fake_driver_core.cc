@@ -1,7 +1,7 @@
 // The fake CUDA driver: state, control API, devices, contexts, streams and
-// events. Streams run their work at once, in order, so every recorded event
-// has completed; what the fake checks is that handles are valid and used in
-// the right order.
+// events. Streams run no work of their own, so an event is complete unless a
+// test queued work before it (fake_driver_work.cc); what the fake checks is
+// that handles are valid and used in the right order.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -140,6 +140,8 @@ void ReleaseEverything(State& state) {
   state.pools.clear();
   state.streams.clear();
   state.events.clear();
+  state.pending.clear();
+  state.waits.clear();
   state.host_used = 0;
 }
 
@@ -168,6 +170,7 @@ void fake_cuda_reset(int device_count, uint64_t memory_per_device) {
   state.call_counts.clear();
   state.injected.clear();
   state.log.clear();
+  state.violations.clear();
   state.host_limit = uint64_t{16} << 30;
 }
 
@@ -363,6 +366,7 @@ CUresult CUDAAPI cuCtxSynchronize(void) {
   FAKE_CUDA_ENTER("");
   if (CUresult error = fake_cuda::RequireContext(state))
     FAKE_CUDA_RETURN(error);
+  fake_cuda::CompleteWork(state, 0, /*all=*/true);
   fake_cuda::TrimPoolsAtSync(state);
   FAKE_CUDA_RETURN(CUDA_SUCCESS);
 }

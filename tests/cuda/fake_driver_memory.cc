@@ -92,6 +92,7 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr ptr) {
     FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_VALUE);  // unknown or freed twice
   }
   const fake_cuda::Block block = found->second;
+  fake_cuda::CompleteWork(state, 0, /*all=*/true);  // cuMemFree waits, too
   if (block.kind == fake_cuda::BlockKind::kPool) {
     auto pool = state.pools.find(block.pool);
     if (pool != state.pools.end()) pool->second.used -= block.size;
@@ -255,6 +256,7 @@ CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
   if (size == 0 || !fake_cuda::CoveredByMappings(state, ptr, size)) {
     FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_VALUE);
   }
+  fake_cuda::CheckNoWorkOn(state, ptr, size, "cuMemUnmap");
   for (uintptr_t at = ptr; at < ptr + size;) {
     auto mapping = state.mappings.find(at);
     --state.handles[mapping->second.handle].mappings;

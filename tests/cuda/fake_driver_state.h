@@ -41,6 +41,19 @@ struct Mapping {  // cuMemMap
   uint64_t size = 0;
   uint64_t handle = 0;
 };
+// fake_cuda_launch: a kernel queued on `stream` that uses [start, end);
+// pending until its stream or the context is synchronised.
+struct Work {
+  uint64_t stream = 0;
+  uintptr_t start = 0;
+  uintptr_t end = 0;
+  uint64_t seq = 0;  // launch order, from 1
+};
+struct Event {
+  bool recorded = false;
+  uint64_t stream = 0;
+  uint64_t seq = 0;  // the last work queued on `stream` when recorded
+};
 struct Pool {
   int device = 0;
   uint64_t used = 0;
@@ -64,7 +77,12 @@ struct State {
   std::map<uintptr_t, Mapping> mappings;
   std::map<uint64_t, Pool> pools;
   std::map<uint64_t, bool> streams;  // id -> exists
-  std::map<uint64_t, bool> events;   // id -> recorded
+  std::map<uint64_t, Event> events;
+  std::vector<Work> pending;
+  uint64_t next_work_seq = 1;
+  // (stream, other stream) -> the last of the other's work `stream` waits for.
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> waits;
+  std::string violations;  // work that raced, or memory unmapped under work
   uint64_t next_id = 1;
   std::map<std::string, int> call_counts;
   std::map<std::string, std::map<int, CUresult>> injected;  // name -> nth
@@ -92,6 +110,11 @@ void UnmapHost(void* ptr, uint64_t bytes);
 const char* ErrorName(CUresult result);
 // Releases pool reserves above their threshold (at synchronisation).
 void TrimPoolsAtSync(State& state);
+// Pending work: completed by a synchronisation (`stream` 0 with `all`: every
+// stream), checked before memory is unmapped ("what" names the call).
+void CompleteWork(State& state, uint64_t stream, bool all);
+void CheckNoWorkOn(State& state, uintptr_t start, uint64_t size,
+                   const char* what);
 void ReleaseEverything(State& state);
 
 }  // namespace fake_cuda

@@ -88,5 +88,67 @@ TEST_F(FakeDriverTest, FailsTheNthCallAndLogsEveryCall) {
   api().cuMemFree(third);
 }
 
+// What the fake must catch for the tests that use it to mean anything: a
+// second stream racing the first, and memory unmapped under queued work. Each
+// test ends with a reset, which also clears what was caught.
+TEST_F(FakeDriverTest, CatchesStreamsRacingOverMemory) {
+  CUstream first = nullptr, second = nullptr;
+  ASSERT_EQ(api().cuStreamCreate(&first, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamCreate(&second, 0), CUDA_SUCCESS);
+  constexpr CUdeviceptr kBlock = 1 << 20;
+  fake_cuda_launch(first, kBlock, 4096);
+  CUevent event = nullptr;
+  ASSERT_EQ(api().cuEventCreate(&event, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuEventRecord(event, first), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuEventQuery(event), CUDA_ERROR_NOT_READY);
+  fake_cuda_launch(second, kBlock + 4096, 4096);  // other memory
+  EXPECT_STREQ(fake_cuda_violations(), "");
+  fake_cuda_launch(second, kBlock + 2048, 4096);  // overlapping, unordered
+  EXPECT_THAT(std::string(fake_cuda_violations()),
+              HasSubstr("while stream " +
+                        std::to_string(reinterpret_cast<uintptr_t>(first)) +
+                        "'s work there is pending, with no event between"));
+  fake_cuda_reset(2, kDeviceMemory);
+}
+
+TEST_F(FakeDriverTest, AnEventWaitOrdersStreamsAndSynchronisationCompletes) {
+  CUstream first = nullptr, second = nullptr;
+  ASSERT_EQ(api().cuStreamCreate(&first, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamCreate(&second, 0), CUDA_SUCCESS);
+  constexpr CUdeviceptr kBlock = 1 << 20;
+  fake_cuda_launch(first, kBlock, 4096);
+  CUevent event = nullptr;
+  ASSERT_EQ(api().cuEventCreate(&event, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuEventRecord(event, first), CUDA_SUCCESS);
+  ASSERT_EQ(api().cuStreamWaitEvent(second, event, 0), CUDA_SUCCESS);
+  fake_cuda_launch(second, kBlock, 4096);  // ordered after the event
+  ASSERT_EQ(api().cuStreamSynchronize(first), CUDA_SUCCESS);
+  EXPECT_EQ(api().cuEventQuery(event), CUDA_SUCCESS);
+  EXPECT_STREQ(fake_cuda_violations(), "");
+  fake_cuda_reset(2, kDeviceMemory);
+}
+
+TEST_F(FakeDriverTest, CatchesMemoryUnmappedUnderQueuedWork) {
+  constexpr size_t kGranule = 2 * kMiB;
+  CUdeviceptr base = 0;
+  ASSERT_EQ(api().cuMemAddressReserve(&base, 2 * kGranule, 0, 0, 0),
+            CUDA_SUCCESS);
+  CUmemGenericAllocationHandle handles[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(api().cuMemCreate(&handles[i], kGranule, &prop_, 0), CUDA_SUCCESS);
+    ASSERT_EQ(api().cuMemMap(base + i * kGranule, kGranule, 0, handles[i], 0),
+              CUDA_SUCCESS);
+  }
+  fake_cuda_launch(nullptr, base, kGranule);
+  ASSERT_EQ(api().cuCtxSynchronize(), CUDA_SUCCESS);  // done: safe to unmap
+  EXPECT_EQ(api().cuMemUnmap(base, kGranule), CUDA_SUCCESS);
+  EXPECT_STREQ(fake_cuda_violations(), "");
+  fake_cuda_launch(nullptr, base + kGranule, 4096);
+  EXPECT_EQ(api().cuMemUnmap(base + kGranule, kGranule), CUDA_SUCCESS);
+  EXPECT_THAT(std::string(fake_cuda_violations()),
+              HasSubstr("cuMemUnmap of [" + std::to_string(base + kGranule)));
+  fake_cuda_reset(2, kDeviceMemory);
+}
+
 }  // namespace
 }  // namespace tensormem

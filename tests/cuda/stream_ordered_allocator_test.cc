@@ -82,6 +82,20 @@ TEST_F(StreamOrderedTest, OtherStreamWaitsOnTheEventRecordedAtTheFree) {
   }
 }
 
+// The proof with work queued: the second stream's kernel on reused memory
+// is ordered after the first stream's.
+TEST_F(StreamOrderedTest, ReuseOnAnotherStreamIsOrderedAfterQueuedWork) {
+  TENSORMEM_FAKE_DRIVER_ONLY();
+  void* a = allocator_->Allocate(kMiB, first_);
+  fake_cuda_launch(first_, reinterpret_cast<CUdeviceptr>(a), kMiB);
+  ASSERT_TRUE(allocator_->Free(a, first_).ok());
+  void* b = allocator_->Allocate(kMiB, second_);
+  ASSERT_EQ(b, a);
+  fake_cuda_launch(second_, reinterpret_cast<CUdeviceptr>(b), kMiB);
+  EXPECT_STREQ(fake_cuda_violations(), "");  // (FakeDriverTest: a race is caught)
+  ASSERT_TRUE(allocator_->Free(b, second_).ok());
+}
+
 TEST_F(StreamOrderedTest, WaitsOnlyForOverlappingFrees) {
   void* a = allocator_->Allocate(kMiB, first_);
   void* b = allocator_->Allocate(kMiB, first_);

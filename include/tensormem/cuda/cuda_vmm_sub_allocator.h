@@ -100,8 +100,12 @@ class CudaVmmSubAllocator final : public CudaSubAllocatorBase {
   // Waits until the device has run every queued kernel (cuCtxSynchronize);
   // false, reported, if the driver fails.
   bool WaitForQueuedWork(const char* why, uint64_t bytes);
-  // Unmaps and releases the mappings inside [start, start + size).
-  void Unback(uintptr_t start, uint64_t size)
+  // Unmaps and releases the mappings inside [start, start + size); false if
+  // any could not be unmapped (those stay mapped and counted).
+  bool Unback(uintptr_t start, uint64_t size)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  // Maps a new handle on every granule of the range that has none.
+  void RemapUnmappedGranules(uintptr_t start, uint64_t size)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // The region holding [start, start + size) if it has a handle per granule
   // and every granule in the range is mapped (`mapped`) or none is.
