@@ -97,8 +97,10 @@ def enable_cuda(**options: Any) -> None:
 
     if not torch.cuda.is_available():
         raise RuntimeError("tensormem: enable_cuda needs a CUDA-enabled PyTorch and a GPU")
+    # The throwing entry point: out of memory is a RuntimeError at the
+    # allocation ("CUDA out of memory. tensormem: ..."), not a null pointer.
     allocator = torch.cuda.memory.CUDAPluggableAllocator(
-        cuda_library_path(), "tensormem_cuda_malloc", "tensormem_cuda_free")
+        cuda_library_path(), "tensormem_cuda_malloc_or_throw", "tensormem_cuda_free")
     torch.cuda.memory.change_current_allocator(allocator)
 
 

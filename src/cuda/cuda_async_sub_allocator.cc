@@ -12,7 +12,8 @@ CudaAsyncSubAllocator::Create(const CudaSubAllocatorParams& params) {
   if (driver == nullptr) {
     TM_ASSIGN_OR_RETURN(driver, CudaDriver::Get());
   }
-  TM_RETURN_IF_ERROR(driver->MakeCurrent(params.device));
+  const CudaDeviceScope scope(*driver, params.device);
+  TM_RETURN_IF_ERROR(scope.status());
   CUmemPoolProps props = {};
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
@@ -37,7 +38,8 @@ CudaAsyncSubAllocator::Create(const CudaSubAllocatorParams& params) {
 }
 
 CudaAsyncSubAllocator::~CudaAsyncSubAllocator() {
-  if (!MakeCurrent()) return;
+  const CudaDeviceScope scope(driver(), device());
+  if (!Entered(scope)) return;
   const CUresult result = driver().api().cuMemPoolDestroy(pool_);
   if (result != CUDA_SUCCESS) ReportFailedFree(result, "cuMemPoolDestroy");
 }
@@ -46,9 +48,11 @@ void* CudaAsyncSubAllocator::Alloc(size_t bytes, size_t alignment,
                                    size_t* bytes_received) {
   *bytes_received = 0;
   if (bytes == 0 || (alignment != 0 && !IsPowerOfTwo(alignment)) ||
-      alignment > kAlignment || !MakeCurrent()) {
+      alignment > kAlignment) {
     return nullptr;
   }
+  const CudaDeviceScope scope(driver(), device());
+  if (!Entered(scope)) return nullptr;
   CUdeviceptr ptr = 0;
   if (!Succeeded(
           driver().api().cuMemAllocFromPoolAsync(&ptr, bytes, pool_, stream_),
@@ -57,6 +61,14 @@ void* CudaAsyncSubAllocator::Alloc(size_t bytes, size_t alignment,
                                 DescribeBytes(bytes), ", device ", device(),
                                 ")");
           })) {
+    return nullptr;
+  }
+  // The region is used on whatever streams its blocks go to, which the pool's
+  // stream does not order with (PyTorch's streams do not wait for the legacy
+  // one): it is handed out once its allocation has completed.
+  if (!Succeeded(driver().api().cuStreamSynchronize(stream_),
+                 [] { return std::string("cuStreamSynchronize(pool stream)"); })) {
+    driver().api().cuMemFreeAsync(ptr, stream_);
     return nullptr;
   }
   void* region = reinterpret_cast<void*>(ptr);
@@ -68,9 +80,15 @@ void* CudaAsyncSubAllocator::Alloc(size_t bytes, size_t alignment,
 void CudaAsyncSubAllocator::Free(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   VisitFree(ptr, device(), bytes);
-  if (!MakeCurrent()) return;
-  const CUresult result = driver().api().cuMemFreeAsync(
-      reinterpret_cast<CUdeviceptr>(ptr), stream_);
+  const CudaDeviceScope scope(driver(), device());
+  if (!Entered(scope)) return;
+  // Kernels on any stream may still use the region: the device drains before
+  // the pool may hand it out again.
+  CUresult result = driver().api().cuCtxSynchronize();
+  if (result == CUDA_SUCCESS) {
+    result = driver().api().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr),
+                                           stream_);
+  }
   if (result != CUDA_SUCCESS) {
     ReportFailedFree(result,
                      absl::StrCat("cuMemFreeAsync(", DescribeBytes(bytes),
@@ -79,14 +97,16 @@ void CudaAsyncSubAllocator::Free(void* ptr, size_t bytes) {
 }
 
 absl::Status CudaAsyncSubAllocator::Trim() {
-  TM_RETURN_IF_ERROR(driver().MakeCurrent(device()));
+  const CudaDeviceScope scope(driver(), device());
+  TM_RETURN_IF_ERROR(scope.status());
   return driver().Check(driver().api().cuMemPoolTrimTo(pool_, 0),
                         "cuMemPoolTrimTo(0)");
 }
 
 absl::StatusOr<uint64_t> CudaAsyncSubAllocator::PoolAttribute(
     CUmemPool_attribute attribute, const char* what) {
-  TM_RETURN_IF_ERROR(driver().MakeCurrent(device()));
+  const CudaDeviceScope scope(driver(), device());
+  TM_RETURN_IF_ERROR(scope.status());
   cuuint64_t value = 0;
   TM_RETURN_IF_ERROR(driver().Check(
       driver().api().cuMemPoolGetAttribute(pool_, attribute, &value),

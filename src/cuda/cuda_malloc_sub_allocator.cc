@@ -19,9 +19,9 @@ bool AlignmentServed(size_t alignment, size_t guaranteed) {
 void* CudaMallocSubAllocator::Alloc(size_t bytes, size_t alignment,
                                     size_t* bytes_received) {
   *bytes_received = 0;
-  if (bytes == 0 || !AlignmentServed(alignment, kAlignment) || !MakeCurrent()) {
-    return nullptr;
-  }
+  if (bytes == 0 || !AlignmentServed(alignment, kAlignment)) return nullptr;
+  const CudaDeviceScope scope(driver(), device());
+  if (!Entered(scope)) return nullptr;
   CUdeviceptr ptr = 0;
   if (!Succeeded(driver().api().cuMemAlloc(&ptr, bytes),
                  [&] { return Describe("cuMemAlloc", bytes, device()); })) {
@@ -36,7 +36,8 @@ void* CudaMallocSubAllocator::Alloc(size_t bytes, size_t alignment,
 void CudaMallocSubAllocator::Free(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   VisitFree(ptr, device(), bytes);
-  if (!MakeCurrent()) return;
+  const CudaDeviceScope scope(driver(), device());
+  if (!Entered(scope)) return;
   const CUresult result =
       driver().api().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
   if (result != CUDA_SUCCESS) {
@@ -47,9 +48,9 @@ void CudaMallocSubAllocator::Free(void* ptr, size_t bytes) {
 void* CudaHostSubAllocator::Alloc(size_t bytes, size_t alignment,
                                   size_t* bytes_received) {
   *bytes_received = 0;
-  if (bytes == 0 || !AlignmentServed(alignment, kAlignment) || !MakeCurrent()) {
-    return nullptr;
-  }
+  if (bytes == 0 || !AlignmentServed(alignment, kAlignment)) return nullptr;
+  const CudaDeviceScope scope(driver(), device());
+  if (!Entered(scope)) return nullptr;
   void* region = nullptr;
   // Portable: usable from every context, as a process-wide pool must be.
   if (!Succeeded(driver().api().cuMemHostAlloc(&region, bytes,
@@ -65,7 +66,8 @@ void* CudaHostSubAllocator::Alloc(size_t bytes, size_t alignment,
 void CudaHostSubAllocator::Free(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   VisitFree(ptr, device(), bytes);
-  if (!MakeCurrent()) return;
+  const CudaDeviceScope scope(driver(), device());
+  if (!Entered(scope)) return;
   const CUresult result = driver().api().cuMemFreeHost(ptr);
   if (result != CUDA_SUCCESS) {
     ReportFailedFree(result, Describe("cuMemFreeHost", bytes, device()));

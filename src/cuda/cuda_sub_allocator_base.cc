@@ -23,11 +23,10 @@ bool CudaSubAllocatorBase::Succeeded(CUresult result,
   return false;
 }
 
-bool CudaSubAllocatorBase::MakeCurrent() {
-  absl::Status status = driver_->MakeCurrent(device_);
-  if (status.ok()) return true;
+bool CudaSubAllocatorBase::Entered(const CudaDeviceScope& scope) {
+  if (scope.status().ok()) return true;
   std::lock_guard<std::mutex> lock(mutex_);
-  last_error_ = std::move(status);
+  last_error_ = scope.status();
   return false;
 }
 

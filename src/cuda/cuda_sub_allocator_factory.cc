@@ -27,7 +27,8 @@ absl::StatusOr<std::unique_ptr<SubAllocator>> CreateCudaSubAllocator(
   if (driver == nullptr) {
     TM_ASSIGN_OR_RETURN(driver, CudaDriver::Get());
   }
-  TM_RETURN_IF_ERROR(driver->MakeCurrent(params.device));  // checks the device
+  const CudaDeviceScope scope(*driver, params.device);
+  TM_RETURN_IF_ERROR(scope.status());  // checks the device
   if (kind == "cuda") {
     return std::make_unique<CudaMallocSubAllocator>(driver, params);
   }

@@ -32,7 +32,8 @@ CudaVmmSubAllocator::Create(const CudaSubAllocatorParams& params) {
   if (driver == nullptr) {
     TM_ASSIGN_OR_RETURN(driver, CudaDriver::Get());
   }
-  TM_RETURN_IF_ERROR(driver->MakeCurrent(params.device));
+  const CudaDeviceScope scope(*driver, params.device);
+  TM_RETURN_IF_ERROR(scope.status());
   const CudaDriverApi& api = driver->api();
   const CUmemAllocationProp prop = DeviceMemoryProperties(params.device);
   size_t granularity = 0;
@@ -76,7 +77,8 @@ CudaVmmSubAllocator::CudaVmmSubAllocator(CudaDriver* driver,
 
 CudaVmmSubAllocator::~CudaVmmSubAllocator() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!MakeCurrent()) return;
+  const CudaDeviceScope scope(driver(), device());
+  if (!Entered(scope)) return;
   for (const auto& [start, region] : regions_) Unback(start, region.size);
   const CUresult result = driver().api().cuMemAddressFree(base_, reserved_);
   if (result != CUDA_SUCCESS) {
@@ -186,7 +188,8 @@ void* CudaVmmSubAllocator::Alloc(size_t bytes, size_t alignment,
     return nullptr;
   }
   const bool per_granule = *size / granularity_ <= kMaxGranuleHandles;
-  if (!MakeCurrent() ||
+  const CudaDeviceScope scope(driver(), device());
+  if (!Entered(scope) ||
       !Back(*start, *size, per_granule ? granularity_ : *size)) {
     free_ranges_->Release(*start, *size);
     return nullptr;
@@ -211,7 +214,8 @@ void CudaVmmSubAllocator::Free(void* ptr, size_t bytes) {
   }
   VisitFree(ptr, device(), bytes);
   // A region whose memory could not all be unmapped keeps its addresses.
-  if (MakeCurrent() && WaitForQueuedWork("free", bytes) &&
+  const CudaDeviceScope scope(driver(), device());
+  if (Entered(scope) && WaitForQueuedWork("free", bytes) &&
       Unback(start, bytes)) {
     free_ranges_->Release(start, bytes);
   }
@@ -252,10 +256,9 @@ bool CudaVmmSubAllocator::CheckChange(uintptr_t start, uint64_t size,
 bool CudaVmmSubAllocator::Decommit(void* ptr, size_t bytes) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!CheckChange(start, bytes, /*mapped=*/true) || !MakeCurrent() ||
-      !WaitForQueuedWork("decommit", bytes)) {
-    return false;
-  }
+  if (!CheckChange(start, bytes, /*mapped=*/true)) return false;
+  const CudaDeviceScope scope(driver(), device());
+  if (!Entered(scope) || !WaitForQueuedWork("decommit", bytes)) return false;
   if (Unback(start, bytes)) return true;
   // Part of the range is still mapped: map the rest again, so the caller
   // keeps the whole range as it was before the call.
@@ -278,8 +281,9 @@ bool CudaVmmSubAllocator::WaitForQueuedWork(const char* why,
 bool CudaVmmSubAllocator::Recommit(void* ptr, size_t bytes) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
   std::lock_guard<std::mutex> lock(mutex_);
-  return CheckChange(start, bytes, /*mapped=*/false) && MakeCurrent() &&
-         Back(start, bytes, granularity_);
+  if (!CheckChange(start, bytes, /*mapped=*/false)) return false;
+  const CudaDeviceScope scope(driver(), device());
+  return Entered(scope) && Back(start, bytes, granularity_);
 }
 
 uint64_t CudaVmmSubAllocator::mapped_bytes() const {

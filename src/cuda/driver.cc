@@ -143,7 +143,8 @@ absl::StatusOr<uint64_t> CudaDriver::TotalMemory(int device) const {
 }
 
 absl::StatusOr<uint64_t> CudaDriver::FreeMemory(int device) {
-  TM_RETURN_IF_ERROR(MakeCurrent(device));
+  const CudaDeviceScope scope(*this, device);
+  TM_RETURN_IF_ERROR(scope.status());
   size_t free_bytes = 0, total_bytes = 0;
   TM_RETURN_IF_ERROR(Check(api_.cuMemGetInfo(&free_bytes, &total_bytes),
                            absl::StrCat("cuMemGetInfo(device ", device, ")")));
@@ -159,6 +160,20 @@ absl::StatusOr<int> CudaDriver::ComputeCapabilityMajor(int device) const {
             absl::StrCat("cuDeviceGetAttribute(compute capability, device ",
                          device, ")")));
   return major;
+}
+
+CudaDeviceScope::CudaDeviceScope(CudaDriver& driver, int device)
+    : driver_(driver) {
+  restore_ = driver.api().cuCtxGetCurrent(&previous_) == CUDA_SUCCESS;
+  status_ = driver.MakeCurrent(device);
+}
+
+CudaDeviceScope::~CudaDeviceScope() {
+  CUcontext now = nullptr;
+  if (restore_ && driver_.api().cuCtxGetCurrent(&now) == CUDA_SUCCESS &&
+      now != previous_) {
+    driver_.api().cuCtxSetCurrent(previous_);
+  }
 }
 
 }  // namespace tensormem

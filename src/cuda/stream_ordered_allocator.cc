@@ -15,7 +15,8 @@ StreamOrderedAllocator::StreamOrderedAllocator(
 StreamOrderedAllocator::~StreamOrderedAllocator() {
   std::lock_guard<std::mutex> lock(mutex_);
   pending_.clear();  // returns every shared event to spare_events_
-  if (!driver_->MakeCurrent(device_).ok()) return;
+  const CudaDeviceScope scope(*driver_, device_);
+  if (!scope.status().ok()) return;
   for (CUevent event : spare_events_) driver_->api().cuEventDestroy(event);
 }
 
@@ -88,7 +89,8 @@ void* StreamOrderedAllocator::Allocate(size_t bytes, CUstream stream) {
   for (; it != pending_.end() && it->first < end; ++it) {
     const PendingFree& piece = it->second;
     if (piece.stream == stream || !waited.insert(*piece.event).second) continue;
-    absl::Status status = driver_->MakeCurrent(device_);
+    const CudaDeviceScope scope(*driver_, device_);
+    absl::Status status = scope.status();
     if (status.ok()) {
       status = driver_->Check(
           driver_->api().cuStreamWaitEvent(stream, *piece.event, 0),
@@ -114,7 +116,8 @@ absl::Status StreamOrderedAllocator::Free(void* ptr, CUstream stream) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    absl::Status status = driver_->MakeCurrent(device_);
+    const CudaDeviceScope scope(*driver_, device_);
+    absl::Status status = scope.status();
     absl::StatusOr<CUevent> event =
         status.ok() ? TakeEvent() : absl::StatusOr<CUevent>(status);
     if (event.ok()) {

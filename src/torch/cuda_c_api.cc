@@ -1,6 +1,6 @@
 // The C entry points of libtensormem_cuda_torch.so.
 //
-// tensormem_cuda_malloc / tensormem_cuda_free are the two functions
+// tensormem_cuda_malloc_or_throw / tensormem_cuda_free are the two functions
 // torch.cuda.memory.CUDAPluggableAllocator loads; the others serve
 // tensormem_torch.enable_cuda (ctypes). The allocators are built by the first
 // enable, or by the first malloc from the TENSORMEM_* environment. Strings
@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "torch/cuda_plugin.h"
@@ -85,6 +86,22 @@ TENSORMEM_EXPORT void* tensormem_cuda_malloc(size_t size, int device,
   if (plugin == nullptr) return nullptr;
   void* ptr = plugin->Malloc(size, device, static_cast<CUstream>(stream));
   if (ptr == nullptr && size > 0) tensormem::SetLastError(plugin->LastError());
+  return ptr;
+}
+
+// What CUDAPluggableAllocator should load (tensormem_torch.enable_cuda
+// does): PyTorch uses whatever its allocator returns, so out of memory (or a
+// failed setup) is thrown as std::runtime_error, which PyTorch raises in
+// Python as RuntimeError("CUDA out of memory. ... tensormem: ...") at the
+// allocation, instead of a null pointer failing later. Not for callers that
+// cannot take a C++ exception (ctypes): they use tensormem_cuda_malloc.
+TENSORMEM_EXPORT void* tensormem_cuda_malloc_or_throw(size_t size, int device,
+                                                      void* stream) {
+  void* ptr = tensormem_cuda_malloc(size, device, stream);
+  if (ptr == nullptr && size > 0) {
+    std::lock_guard<std::mutex> lock(tensormem::g_mutex);
+    throw std::runtime_error("CUDA out of memory. " + tensormem::g_last_error);
+  }
   return ptr;
 }
 

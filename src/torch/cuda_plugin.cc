@@ -58,7 +58,8 @@ absl::StatusOr<StreamOrderedAllocator*> CudaPlugin::AllocatorFor(int device) {
       devices_[device] != nullptr) {
     return devices_[device].get();
   }
-  TM_RETURN_IF_ERROR(driver_->MakeCurrent(device));  // checks the device
+  const CudaDeviceScope scope(*driver_, device);
+  TM_RETURN_IF_ERROR(scope.status());  // checks the device
   TM_ASSIGN_OR_RETURN(const uint64_t total, driver_->TotalMemory(device));
   AllocatorSpec spec = options_.allocator;
   spec.device = device;

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include "cuda/cuda_test_env.h"
@@ -21,6 +22,7 @@ using ::testing::HasSubstr;
 
 struct PluginLibrary {
   void* (*malloc)(size_t, int, void*);
+  void* (*malloc_or_throw)(size_t, int, void*);
   void (*free)(void*, size_t, int, void*);
   int (*enable)(const char*);
   char* (*last_error)();
@@ -49,6 +51,8 @@ class CudaTorchPluginTest : public ::testing::Test {
     // The two symbols CUDAPluggableAllocator asks for.
     plugin_.malloc = reinterpret_cast<decltype(plugin_.malloc)>(
         resolve("tensormem_cuda_malloc"));
+    plugin_.malloc_or_throw = reinterpret_cast<decltype(plugin_.malloc_or_throw)>(
+        resolve("tensormem_cuda_malloc_or_throw"));
     plugin_.free = reinterpret_cast<decltype(plugin_.free)>(
         resolve("tensormem_cuda_free"));
     plugin_.enable = reinterpret_cast<decltype(plugin_.enable)>(
@@ -127,6 +131,22 @@ TEST_F(CudaTorchPluginTest, OutOfMemoryIsNullptrWithTheReason) {
   void* small = plugin_.malloc(kMiB, 0, nullptr);  // still serving
   EXPECT_NE(small, nullptr);
   plugin_.free(small, kMiB, 0, nullptr);
+}
+
+// What PyTorch loads throws instead: PyTorch would build a tensor on null.
+TEST_F(CudaTorchPluginTest, OutOfMemoryThrowsForPyTorchWithTheReason) {
+  try {
+    plugin_.malloc_or_throw(700 * kMiB, 0, nullptr);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("CUDA out of memory. tensormem: out of "
+                                        "memory on CUDA device 0 allocating "
+                                        "700 MiB"));
+  }
+  void* small = plugin_.malloc_or_throw(kMiB, 0, nullptr);  // still serving
+  EXPECT_NE(small, nullptr);
+  plugin_.free(small, kMiB, 0, nullptr);
+  EXPECT_EQ(plugin_.malloc_or_throw(0, 0, nullptr), nullptr);  // no throw
 }
 
 TEST_F(CudaTorchPluginTest, ReuseOnAnotherStreamWaitsOnTheGpu) {

@@ -3,6 +3,7 @@
 
 #include "cuda/cuda_test_env.h"
 #include "gmock/gmock.h"
+#include "tensormem/cuda/cuda_sub_allocators.h"
 #include "tensormem/cuda/cuda_vmm_sub_allocator.h"
 
 namespace tensormem {
@@ -70,6 +71,39 @@ TEST_F(DriverTest, ExplainsABadDevice) {
       std::string(status.message()),
       HasSubstr("CUDA device " + std::to_string(*count) + " does not exist"));
   EXPECT_FALSE(driver_->MakeCurrent(-1).ok());
+}
+
+// Every kind works on its own device and gives the caller its context back
+// (a PyTorch thread on device 0 freeing a tensor of device 1 stays on 0).
+TEST_F(DriverTest, SubAllocatorsRestoreTheCallersContext) {
+  const absl::StatusOr<int> count = driver_->DeviceCount();
+  ASSERT_TRUE(count.ok());
+  if (*count < 2) GTEST_SKIP() << "needs two devices";
+  ASSERT_TRUE(driver_->MakeCurrent(0).ok());
+  CUcontext callers = nullptr;
+  ASSERT_EQ(driver_->api().cuCtxGetCurrent(&callers), CUDA_SUCCESS);
+  auto still_callers = [&] {
+    CUcontext now = nullptr;
+    return driver_->api().cuCtxGetCurrent(&now) == CUDA_SUCCESS &&
+           now == callers;
+  };
+  for (std::string_view kind : CudaSubAllocatorKinds()) {
+    SCOPED_TRACE(kind);
+    CudaSubAllocatorParams params;
+    params.device = 1;
+    params.reserve_bytes = 64 * kMiB;
+    auto allocator = CreateCudaSubAllocator(kind, params);
+    ASSERT_TRUE(allocator.ok()) << allocator.status();
+    EXPECT_TRUE(still_callers());
+    size_t received = 0;
+    void* block = (*allocator)->Alloc(2 * kMiB, 256, &received);
+    ASSERT_NE(block, nullptr);
+    EXPECT_TRUE(still_callers());
+    (*allocator)->Free(block, received);
+    EXPECT_TRUE(still_callers());
+    allocator->reset();
+    EXPECT_TRUE(still_callers());
+  }
 }
 
 TEST(DescribeBytesTest, UsesTheLargestExactUnit) {

@@ -258,6 +258,8 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr ptr, CUstream stream) {
   if (!fake_cuda::ValidStream(state, stream)) {
     FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_HANDLE);
   }
+  fake_cuda::CheckOrderedAfterWork(state, Id(stream), ptr, found->second.size,
+                                   "cuMemFreeAsync");
   auto pool = state.pools.find(found->second.pool);
   if (pool != state.pools.end()) pool->second.used -= found->second.size;
   fake_cuda::UnmapHost(reinterpret_cast<void*>(ptr), found->second.mapped);

@@ -115,6 +115,10 @@ void TrimPoolsAtSync(State& state);
 void CompleteWork(State& state, uint64_t stream, bool all);
 void CheckNoWorkOn(State& state, uintptr_t start, uint64_t size,
                    const char* what);
+// Records a violation unless `stream` is ordered (by an event wait) after
+// every other stream's pending work on the range.
+void CheckOrderedAfterWork(State& state, uint64_t stream, uintptr_t start,
+                           uint64_t size, const char* what);
 void ReleaseEverything(State& state);
 
 }  // namespace fake_cuda

@@ -4,7 +4,7 @@
 // then catches what would corrupt memory on a real GPU:
 //   - a range unmapped while pending work still uses it;
 //   - work on one stream using a range another stream's pending work uses,
-//     with no event wait ordering the two.
+//     with no event wait ordering the two; likewise a stream-ordered free.
 // Each is recorded in fake_cuda_violations(), which CudaTest checks is empty
 // at the end of every test.
 #include <algorithm>
@@ -45,6 +45,22 @@ void CheckNoWorkOn(State& state, uintptr_t start, uint64_t size,
   }
 }
 
+void CheckOrderedAfterWork(State& state, uint64_t stream, uintptr_t start,
+                           uint64_t size, const char* what) {
+  for (const Work& work : state.pending) {
+    const bool overlaps = work.start < start + size && start < work.end;
+    if (!overlaps || work.stream == stream) continue;
+    auto waited = state.waits.find({stream, work.stream});
+    if (waited == state.waits.end() || waited->second < work.seq) {
+      state.violations += std::string(what) + " on stream " +
+                          std::to_string(stream) + " uses " +
+                          Range(start, size) + " while stream " +
+                          std::to_string(work.stream) +
+                          "'s work there is pending, with no event between\n";
+    }
+  }
+}
+
 }  // namespace fake_cuda
 
 extern "C" {
@@ -53,17 +69,7 @@ void fake_cuda_launch(CUstream stream, CUdeviceptr ptr, size_t bytes) {
   fake_cuda::State& state = fake_cuda::GetState();
   std::lock_guard<std::mutex> lock(state.mutex);
   const uint64_t id = fake_cuda::Id(stream);
-  for (const fake_cuda::Work& work : state.pending) {
-    const bool overlaps = work.start < ptr + bytes && ptr < work.end;
-    if (!overlaps || work.stream == id) continue;
-    auto waited = state.waits.find({id, work.stream});
-    if (waited == state.waits.end() || waited->second < work.seq) {
-      state.violations += "work on stream " + std::to_string(id) + " uses " +
-                          fake_cuda::Range(ptr, bytes) + " while stream " +
-                          std::to_string(work.stream) +
-                          "'s work there is pending, with no event between\n";
-    }
-  }
+  fake_cuda::CheckOrderedAfterWork(state, id, ptr, bytes, "work");
   state.pending.push_back(
       fake_cuda::Work{id, ptr, ptr + bytes, state.next_work_seq++});
 }

@@ -2,10 +2,12 @@
 // CUDA memory pool of its own (cuMemAllocFromPoolAsync / cuMemFreeAsync).
 //
 // The pool keeps freed memory for reuse; at synchronisation points the driver
-// returns what it holds above the release threshold. A region is usable on
-// the sub-allocator's stream at once and elsewhere once that stream's work up
-// to the allocation is done (the legacy default stream, the default, orders
-// with every blocking stream). Trim() gives unused pool memory back now.
+// returns what it holds above the release threshold. Regions serve blocks on
+// any stream, and the pool's stream (params.stream, the legacy stream by
+// default) orders with none of PyTorch's, so Alloc returns a region once its
+// allocation has completed and Free drains the device before the region goes
+// back to the pool (both rare: a BFC allocator asks for regions, not blocks).
+// Trim() gives unused pool memory back now.
 //
 //   CudaSubAllocatorParams params;
 //   params.release_threshold = 1 << 30;  // keep up to 1 GiB between steps

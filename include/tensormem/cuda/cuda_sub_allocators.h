@@ -88,8 +88,9 @@ class CudaSubAllocatorBase : public SubAllocator {
         device_(params.device) {}
   // True for CUDA_SUCCESS; otherwise keeps the error, naming the call.
   bool Succeeded(CUresult result, absl::FunctionRef<std::string()> call);
-  // Makes the device's context current; false (error kept) when it cannot.
-  bool MakeCurrent();
+  // Whether `scope` (this device's, opened by the caller for the call) took;
+  // false keeps its error.
+  bool Entered(const CudaDeviceScope& scope);
   // Reports a free the driver refused on stderr and counts it.
   void ReportFailedFree(CUresult result, const std::string& call);
 

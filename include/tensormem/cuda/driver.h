@@ -129,6 +129,29 @@ class CudaDriver {
   std::vector<CUcontext> contexts_;  // per device, retained on first use
 };
 
+// Makes `device`'s primary context current for the life of the scope, then
+// gives the calling thread back the context it had: a caller working on
+// another device (PyTorch freeing a tensor of device 1 while on device 0)
+// finds its own current again. status() says whether the device was entered.
+//
+//   CudaDeviceScope scope(driver, /*device=*/1);
+//   if (!scope.status().ok()) return scope.status();
+class CudaDeviceScope {
+ public:
+  CudaDeviceScope(CudaDriver& driver, int device);
+  ~CudaDeviceScope();
+  CudaDeviceScope(const CudaDeviceScope&) = delete;
+  CudaDeviceScope& operator=(const CudaDeviceScope&) = delete;
+
+  const absl::Status& status() const { return status_; }
+
+ private:
+  CudaDriver& driver_;
+  CUcontext previous_ = nullptr;
+  bool restore_ = false;
+  absl::Status status_;
+};
+
 }  // namespace tensormem
 
 #endif  // TENSORMEM_CUDA_DRIVER_H_
