@@ -30,8 +30,10 @@ run: build
 	@bash tools/run_main_job.sh $(BUILD_DIR)
 
 # With PRESET=asan: every test (but Python's) under ASan+UBSan+LeakSanitizer;
-# with PRESET=tsan: the threaded tests under ThreadSanitizer.
+# with PRESET=tsan: the threaded tests under ThreadSanitizer. The default
+# preset's tests include the GPU bundle's (cuda.gpu_bundle), so it is built too.
 test: build
+	@if [ "$(PRESET)" = default ]; then $(MAKE) --no-print-directory gpu-bundle; fi
 	@ctest --preset $(PRESET)
 
 # The Python package, installed into $(VENV): a venv that also sees Debian's

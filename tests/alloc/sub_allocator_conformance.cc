@@ -44,6 +44,7 @@ TEST_P(SubAllocatorConformanceTest, ServesAlignedRegionsOfAtLeastTheSize) {
 
 TEST_P(SubAllocatorConformanceTest, RefusesBadRequestsWithNothingReceived) {
   std::unique_ptr<SubAllocator> upstream = Make(GetParam());
+  ASSERT_NE(upstream, nullptr);
   size_t received = 123;
   EXPECT_EQ(upstream->Alloc(0, 256, &received), nullptr);
   EXPECT_EQ(received, 0u);
@@ -57,6 +58,7 @@ TEST_P(SubAllocatorConformanceTest, RefusesBadRequestsWithNothingReceived) {
 
 TEST_P(SubAllocatorConformanceTest, LiveRegionsNeverOverlap) {
   std::unique_ptr<SubAllocator> upstream = Make(GetParam());
+  ASSERT_NE(upstream, nullptr);
   std::map<uintptr_t, size_t> live;
   auto take = [&](size_t bytes) {
     size_t received = 0;
@@ -102,6 +104,7 @@ TEST_P(SubAllocatorConformanceTest, VisitorsSeeEveryRegionFreesInReverse) {
   std::unique_ptr<SubAllocator> upstream =
       GetParam().make({visitor("alloc1"), visitor("alloc2")},
                       {visitor("free1"), visitor("free2")});
+  ASSERT_NE(upstream, nullptr);
   size_t received = 0;
   void* region = upstream->Alloc(2 * kMiB, 256, &received);
   ASSERT_NE(region, nullptr);
@@ -113,6 +116,7 @@ TEST_P(SubAllocatorConformanceTest, VisitorsSeeEveryRegionFreesInReverse) {
 
 TEST_P(SubAllocatorConformanceTest, CoalescingKindsGrowContiguously) {
   std::unique_ptr<SubAllocator> upstream = Make(GetParam());
+  ASSERT_NE(upstream, nullptr);
   if (!upstream->SupportsCoalescing()) GTEST_SKIP() << "does not coalesce";
   size_t first_size = 0, second_size = 0;
   char* first = static_cast<char*>(upstream->Alloc(2 * kMiB, 256, &first_size));

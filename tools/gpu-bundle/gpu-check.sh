@@ -96,9 +96,11 @@ done
 step 3-replays 120 "$bundle/tools/replay_check.sh" "$cli" \
   "$bundle/lib/libtensormem_fake_cuda.so" "$bundle/data" "$out/replays"
 
-# 4. PyTorch training, each model with each allocator in its own process.
+# 4. PyTorch training, each model with each allocator in its own process; then
+# PyTorch's allocator hooks and out of memory with tensormem's.
 have_torch() {
-  "$python" -c 'import torch, torchvision, sys; sys.exit(0 if torch.cuda.is_available() else 77)' \
+  "$python" -c 'import sys, torch, torchvision
+if not torch.cuda.is_available(): sys.exit(f"torch {torch.__version__} sees no GPU")' \
     >"$out/steps/torch-probe.log" 2>&1
 }
 torch_state=0
@@ -116,6 +118,12 @@ for model in resnet50 gpt2-small; do
     fi
   done
 done
+if [ "$fake" = 1 ]; then not_run 4-plugin-probe "rehearsal: the fake driver runs no kernels"
+elif [ "$torch_state" != 0 ]; then echo "failed 0 no CUDA-enabled PyTorch" >"$out/steps/4-plugin-probe.status"
+else
+  step 4-plugin-probe 60 "$python" "$bundle/tools/plugin_probe.py" \
+    --out "$out/training/plugin_probe.json"
+fi
 if [ "$fake" = 0 ] && [ "$torch_state" = 0 ]; then
   step 4-compare 60 "$python" "$bundle/tools/compare_training.py" "$out/training" \
     --rerun "$bundle/tools/train_check.py"

@@ -22,7 +22,7 @@ cp "$build/python/tensormem/libtensormem_cuda_torch.so" "$build/tests/cuda/libte
 # The CUDA half of tensormem_torch only: it loads the plug-in with ctypes and
 # needs no compiled Python module (the bundle's python3 is not Debian's).
 cp "$source_dir/python/tensormem_torch/"{__init__.py,cuda.py} "$bundle/python/tensormem_torch/"
-cp "$source_dir/tools/gpu-bundle/"{train_check.py,record_snapshots.py,compare_training.py,summarize.py,replay_check.sh} \
+cp "$source_dir/tools/gpu-bundle/"{train_check.py,record_snapshots.py,compare_training.py,summarize.py,replay_check.sh,plugin_probe.py} \
   "$bundle/tools/"
 cp "$source_dir/tools/gpu-bundle/gpu-check.sh" "$bundle/"
 for trace in resnet50.train_b8 vit_b_16.train_b8 deeplabv3_mobilenet_v3.train_b8; do

@@ -104,6 +104,7 @@ def main():
         "steps": step_rows,
         "training": read_json(os.path.join(args.out, "training", "comparison.json")),
         "snapshots": snapshots(args.out),
+        "plugin_probe": read_json(os.path.join(args.out, "training", "plugin_probe.json")),
     }
     with open(os.path.join(args.out, "summary.json"), "w") as file:
         json.dump(summary, file, indent=2)
@@ -133,6 +134,11 @@ def main():
         lines.append(f"snapshot {row['name']}: recorded peak reserved "
                      f"{row['recorded_peak_reserved']}, replayed {row['replayed_peak_reserved']}"
                      f" ({'exact' if row['exact'] else 'DIFFERS'})")
+    probe = summary["plugin_probe"] or {}
+    for name, outcome in probe.get("probes", {}).items():
+        lines.append(f"with tensormem, {name}: {outcome[:120]}")
+    if "out_of_memory" in probe:
+        lines.append(f"out of memory: {json.dumps(probe['out_of_memory'])[:300]}")
     text = "\n".join(lines) + "\n"
     with open(os.path.join(args.out, "summary.txt"), "w") as file:
         file.write(text)
