@@ -23,9 +23,9 @@ nlohmann::ordered_json ToJson(const CudaMachineInfo& machine) {
          {"name", device.name},
          {"total_bytes", device.total_bytes},
          {"free_bytes", device.free_bytes},
-         {"compute_capability", std::to_string(device.compute_capability_major) +
-                                    "." +
-                                    std::to_string(device.compute_capability_minor)},
+         {"compute_capability",
+          std::to_string(device.compute_capability_major) + "." +
+              std::to_string(device.compute_capability_minor)},
          {"vmm_minimum_granularity", device.vmm_minimum_granularity},
          {"vmm_recommended_granularity", device.vmm_recommended_granularity}});
   }

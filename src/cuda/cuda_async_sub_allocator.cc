@@ -66,8 +66,9 @@ void* CudaAsyncSubAllocator::Alloc(size_t bytes, size_t alignment,
   // The region is used on whatever streams its blocks go to, which the pool's
   // stream does not order with (PyTorch's streams do not wait for the legacy
   // one): it is handed out once its allocation has completed.
-  if (!Succeeded(driver().api().cuStreamSynchronize(stream_),
-                 [] { return std::string("cuStreamSynchronize(pool stream)"); })) {
+  if (!Succeeded(driver().api().cuStreamSynchronize(stream_), [] {
+        return std::string("cuStreamSynchronize(pool stream)");
+      })) {
     driver().api().cuMemFreeAsync(ptr, stream_);
     return nullptr;
   }

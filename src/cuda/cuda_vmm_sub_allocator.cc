@@ -148,7 +148,8 @@ bool CudaVmmSubAllocator::Unback(uintptr_t start, uint64_t size) {
     }
     result = api.cuMemRelease(mapping.handle);
     if (result != CUDA_SUCCESS) {  // unmapped, so the range is free again
-      ReportFailedFree(result, OnDevice("cuMemRelease", mapping.size, device()));
+      ReportFailedFree(result,
+                       OnDevice("cuMemRelease", mapping.size, device()));
     }
     mapped_bytes_ -= mapping.size;
     it = mappings_.erase(it);
@@ -266,8 +267,7 @@ bool CudaVmmSubAllocator::Decommit(void* ptr, size_t bytes) {
   return false;
 }
 
-bool CudaVmmSubAllocator::WaitForQueuedWork(const char* why,
-                                            uint64_t bytes) {
+bool CudaVmmSubAllocator::WaitForQueuedWork(const char* why, uint64_t bytes) {
   // A block freed by its last user may still be read or written by kernels
   // queued on any stream; unmapping it under them is a device fault, so the
   // device drains first (the cost is paid only when memory goes back).

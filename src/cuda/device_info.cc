@@ -29,8 +29,9 @@ absl::StatusOr<CudaDeviceInfo> DescribeDevice(CudaDriver& driver, int index) {
   TM_RETURN_IF_ERROR(
       driver.Check(api.cuDeviceGet(&device, index), "cuDeviceGet" + where));
   char name[256] = {};
-  TM_RETURN_IF_ERROR(driver.Check(api.cuDeviceGetName(name, sizeof name, device),
-                                  "cuDeviceGetName" + where));
+  TM_RETURN_IF_ERROR(
+      driver.Check(api.cuDeviceGetName(name, sizeof name, device),
+                   "cuDeviceGetName" + where));
   info.name = name;
   TM_ASSIGN_OR_RETURN(info.total_bytes, driver.TotalMemory(index));
   TM_ASSIGN_OR_RETURN(info.free_bytes, driver.FreeMemory(index));

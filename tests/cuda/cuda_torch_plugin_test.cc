@@ -51,8 +51,9 @@ class CudaTorchPluginTest : public ::testing::Test {
     // The two symbols CUDAPluggableAllocator asks for.
     plugin_.malloc = reinterpret_cast<decltype(plugin_.malloc)>(
         resolve("tensormem_cuda_malloc"));
-    plugin_.malloc_or_throw = reinterpret_cast<decltype(plugin_.malloc_or_throw)>(
-        resolve("tensormem_cuda_malloc_or_throw"));
+    plugin_.malloc_or_throw =
+        reinterpret_cast<decltype(plugin_.malloc_or_throw)>(
+            resolve("tensormem_cuda_malloc_or_throw"));
     plugin_.free = reinterpret_cast<decltype(plugin_.free)>(
         resolve("tensormem_cuda_free"));
     plugin_.enable = reinterpret_cast<decltype(plugin_.enable)>(

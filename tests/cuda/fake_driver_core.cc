@@ -157,7 +157,8 @@ void fake_cuda_reset(int device_count, uint64_t memory_per_device) {
   std::lock_guard<std::mutex> lock(state.mutex);
   fake_cuda::ReleaseEverything(state);
   std::vector<int>& retains = state.kept_primary_retains;
-  if (retains.size() < state.devices.size()) retains.resize(state.devices.size());
+  if (retains.size() < state.devices.size())
+    retains.resize(state.devices.size());
   for (size_t i = 0; i < state.devices.size(); ++i) {
     retains[i] = state.devices[i].primary_retains;
   }
@@ -286,7 +287,8 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int length, CUdevice device) {
   if (!fake_cuda::ValidDevice(state, device)) {
     FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_DEVICE);
   }
-  if (name == nullptr || length <= 0) FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_VALUE);
+  if (name == nullptr || length <= 0)
+    FAKE_CUDA_RETURN(CUDA_ERROR_INVALID_VALUE);
   std::snprintf(name, static_cast<size_t>(length), "tensormem fake device %d",
                 device);
   FAKE_CUDA_RETURN(CUDA_SUCCESS);

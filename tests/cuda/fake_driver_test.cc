@@ -135,7 +135,8 @@ TEST_F(FakeDriverTest, CatchesMemoryUnmappedUnderQueuedWork) {
             CUDA_SUCCESS);
   CUmemGenericAllocationHandle handles[2] = {};
   for (int i = 0; i < 2; ++i) {
-    ASSERT_EQ(api().cuMemCreate(&handles[i], kGranule, &prop_, 0), CUDA_SUCCESS);
+    ASSERT_EQ(api().cuMemCreate(&handles[i], kGranule, &prop_, 0),
+              CUDA_SUCCESS);
     ASSERT_EQ(api().cuMemMap(base + i * kGranule, kGranule, 0, handles[i], 0),
               CUDA_SUCCESS);
   }

@@ -29,9 +29,8 @@ std::string Range(uintptr_t start, uint64_t size) {
 }  // namespace
 
 void CompleteWork(State& state, uint64_t stream, bool all) {
-  std::erase_if(state.pending, [&](const Work& work) {
-    return all || work.stream == stream;
-  });
+  std::erase_if(state.pending,
+                [&](const Work& work) { return all || work.stream == stream; });
 }
 
 void CheckNoWorkOn(State& state, uintptr_t start, uint64_t size,

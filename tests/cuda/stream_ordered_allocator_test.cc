@@ -92,7 +92,8 @@ TEST_F(StreamOrderedTest, ReuseOnAnotherStreamIsOrderedAfterQueuedWork) {
   void* b = allocator_->Allocate(kMiB, second_);
   ASSERT_EQ(b, a);
   fake_cuda_launch(second_, reinterpret_cast<CUdeviceptr>(b), kMiB);
-  EXPECT_STREQ(fake_cuda_violations(), "");  // (FakeDriverTest: a race is caught)
+  EXPECT_STREQ(fake_cuda_violations(),
+               "");  // (FakeDriverTest: a race is caught)
   ASSERT_TRUE(allocator_->Free(b, second_).ok());
 }
 
