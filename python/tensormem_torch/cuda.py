@@ -28,7 +28,7 @@ import os
 from typing import Any, Dict, Optional
 
 __all__ = ["enable_cuda", "configure_cuda", "cuda_stats", "cuda_last_error",
-           "cuda_library_path"]
+           "cuda_library_path", "empty_cache"]
 
 _LIBRARY_NAME = "libtensormem_cuda_torch.so"
 _library: Optional[ctypes.CDLL] = None
@@ -65,6 +65,7 @@ def _load() -> ctypes.CDLL:
         library.tensormem_cuda_malloc.restype = ctypes.c_void_p
         library.tensormem_cuda_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
                                                 ctypes.c_void_p]
+        library.tensormem_cuda_empty_cache.restype = ctypes.c_uint64
         _library = library
     return _library
 
@@ -108,3 +109,12 @@ def cuda_stats() -> Dict[str, Any]:
     """Per-device statistics: TensorFlow-named counters plus stream waits."""
     text = _take_string(_load().tensormem_cuda_stats_json())
     return json.loads(text) if text else {"devices": {}}
+
+
+def empty_cache() -> int:
+    """Gives free device memory back to the driver; returns the bytes given back.
+
+    ``torch.cuda.empty_cache()`` does nothing with the plug-in (PyTorch's
+    pluggable allocator has no hook for it): call this instead.
+    """
+    return int(_load().tensormem_cuda_empty_cache())

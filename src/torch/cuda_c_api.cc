@@ -6,6 +6,7 @@
 // enable, or by the first malloc from the TENSORMEM_* environment. Strings
 // returned are malloc'd; free them with tensormem_cuda_free_string.
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -138,6 +139,14 @@ TENSORMEM_EXPORT char* tensormem_cuda_stats_json() {
   tensormem::CudaPlugin* plugin = tensormem::g_plugin.load();
   if (plugin == nullptr) return nullptr;
   return tensormem::CopyForCaller(plugin->StatsJson().dump());
+}
+
+// Gives free device memory back to the driver; the bytes given back (0
+// before the allocators exist). PyTorch's torch.cuda.empty_cache cannot reach
+// the plug-in: tensormem_torch.empty_cache calls this.
+TENSORMEM_EXPORT uint64_t tensormem_cuda_empty_cache() {
+  tensormem::CudaPlugin* plugin = tensormem::g_plugin.load();
+  return plugin == nullptr ? 0 : plugin->EmptyCache();
 }
 
 // Writes the report and completes the trace now (also done at exit).

@@ -187,6 +187,19 @@ nlohmann::json CudaPlugin::StatsJson() const {
   return nlohmann::json{{"devices", devices}, {"live_blocks", live_.size()}};
 }
 
+uint64_t CudaPlugin::EmptyCache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t released = 0;
+  for (const std::unique_ptr<StreamOrderedAllocator>& allocator : devices_) {
+    if (allocator == nullptr) continue;
+    BfcAllocator& bfc = allocator->bfc();
+    const uint64_t before = bfc.GetStats()->pool_bytes;
+    bfc.ReleaseFreeRegions();
+    released += before - bfc.GetStats()->pool_bytes;
+  }
+  return released;
+}
+
 absl::Status CudaPlugin::Finish() {
   if (!options_.report_path.empty()) {
     std::ofstream report(options_.report_path);

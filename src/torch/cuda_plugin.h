@@ -62,6 +62,10 @@ class CudaPlugin {
   // Per device: TensorFlow-named allocator stats plus failed_allocs,
   // events_recorded and cross_stream_waits.
   nlohmann::json StatsJson() const;
+  // Gives every device's free regions (and over cuda-vmm, free tails and
+  // holes' granules) back to the driver, as torch.cuda.empty_cache would;
+  // returns the bytes given back.
+  uint64_t EmptyCache();
   // Writes the report (report_path) and completes the trace.
   absl::Status Finish();
   const PluginOptions& options() const { return options_; }

@@ -34,7 +34,11 @@ def main() -> int:
     assert "out of memory on CUDA device 0" in cuda.cuda_last_error()
     library.tensormem_cuda_free(block, 1 << 20, 0, None)
     assert cuda.cuda_stats()["devices"]["0"]["bytes_in_use"] == 0
-    print("tensormem_torch.cuda: 6 checks passed")
+    # What torch.cuda.empty_cache cannot do with the plug-in.
+    pool = cuda.cuda_stats()["devices"]["0"]["pool_bytes"]
+    assert pool > 0 and cuda.empty_cache() == pool, pool
+    assert cuda.cuda_stats()["devices"]["0"]["pool_bytes"] == 0
+    print("tensormem_torch.cuda: 8 checks passed")
     return 0
 
 

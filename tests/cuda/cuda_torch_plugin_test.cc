@@ -28,6 +28,7 @@ struct PluginLibrary {
   char* (*last_error)();
   char* (*stats_json)();
   int (*finish)();
+  uint64_t (*empty_cache)();
   void (*free_string)(char*);
 };
 
@@ -66,6 +67,8 @@ class CudaTorchPluginTest : public ::testing::Test {
         resolve("tensormem_cuda_finish"));
     plugin_.free_string = reinterpret_cast<decltype(plugin_.free_string)>(
         resolve("tensormem_cuda_free_string"));
+    plugin_.empty_cache = reinterpret_cast<decltype(plugin_.empty_cache)>(
+        resolve("tensormem_cuda_empty_cache"));
     const std::string options = nlohmann::json{
         {"memory_limit", "512MiB"},
         {"sub_allocator", "cuda-vmm"},
@@ -148,6 +151,29 @@ TEST_F(CudaTorchPluginTest, OutOfMemoryThrowsForPyTorchWithTheReason) {
   EXPECT_NE(small, nullptr);
   plugin_.free(small, kMiB, 0, nullptr);
   EXPECT_EQ(plugin_.malloc_or_throw(0, 0, nullptr), nullptr);  // no throw
+}
+
+// What torch.cuda.empty_cache cannot reach: free memory goes back to the
+// driver, what is in use stays.
+TEST_F(CudaTorchPluginTest, EmptyCacheGivesFreeMemoryBack) {
+  void* kept = plugin_.malloc(kMiB, 0, nullptr);
+  void* freed = plugin_.malloc(64 * kMiB, 0, nullptr);
+  ASSERT_NE(freed, nullptr);
+  plugin_.free(freed, 64 * kMiB, 0, nullptr);
+  auto pool = [&] {  // every device's: earlier tests may have used another
+    const nlohmann::json devices = Stats()["devices"];
+    uint64_t bytes = 0;
+    for (const nlohmann::json& stats : devices) {
+      bytes += stats["pool_bytes"].get<uint64_t>();
+    }
+    return bytes;
+  };
+  const uint64_t before = pool();
+  const uint64_t released = plugin_.empty_cache();
+  EXPECT_GE(released, 64 * kMiB);
+  EXPECT_EQ(pool(), before - released);
+  EXPECT_EQ(Stats()["devices"]["0"]["bytes_in_use"].get<uint64_t>(), kMiB);
+  plugin_.free(kept, kMiB, 0, nullptr);
 }
 
 TEST_F(CudaTorchPluginTest, ReuseOnAnotherStreamWaitsOnTheGpu) {
