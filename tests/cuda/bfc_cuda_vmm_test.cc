@@ -30,6 +30,26 @@ class BfcOnCudaVmmTest : public CudaTest {
     options.log_failures = false;
     return std::make_unique<BfcAllocator>(*std::move(vmm), limit, options);
   }
+  // `tight` with growth over a 256 MiB cuda-vmm reservation.
+  std::unique_ptr<BfcAllocator> MakeTightBfc() {
+    CudaSubAllocatorParams params;
+    params.reserve_bytes = 256 * kMiB;
+    auto vmm = CudaVmmSubAllocator::Create(params);
+    EXPECT_TRUE(vmm.ok()) << vmm.status();
+    if (!vmm.ok()) return nullptr;
+    vmm_ = vmm->get();
+    PolicyEnvironment environment;
+    environment.memory_limit = 256 * kMiB;
+    environment.allow_growth = true;
+    environment.upstream_coalesces = true;
+    auto policy = CreatePolicy("tight", environment, "");
+    EXPECT_TRUE(policy.ok()) << policy.status();
+    if (!policy.ok()) return nullptr;
+    BfcAllocator::Options options;
+    options.log_failures = false;
+    return std::make_unique<BfcAllocator>(*std::move(vmm), 256 * kMiB, options,
+                                          *std::move(policy));
+  }
 
   CudaVmmSubAllocator* vmm_ = nullptr;
 };
@@ -112,20 +132,9 @@ TEST_F(BfcOnCudaVmmTest, GarbageCollectionOnFailureFreesTheTail) {
 // The `tight` policy gives a hole back to the device before the pool grows,
 // as over the simulated upstream (tests/alloc/bfc_decommit_test.cc).
 TEST_F(BfcOnCudaVmmTest, TightPolicyGivesHolesBackToTheDevice) {
-  CudaSubAllocatorParams params;
-  params.reserve_bytes = 256 * kMiB;
-  auto vmm = CudaVmmSubAllocator::Create(params);
-  ASSERT_TRUE(vmm.ok()) << vmm.status();
-  vmm_ = vmm->get();
-  PolicyEnvironment environment;
-  environment.memory_limit = 256 * kMiB;
-  environment.allow_growth = true;
-  environment.upstream_coalesces = true;
-  auto policy = CreatePolicy("tight", environment, "");
-  ASSERT_TRUE(policy.ok()) << policy.status();
-  BfcAllocator::Options options;
-  options.log_failures = false;
-  BfcAllocator bfc(*std::move(vmm), 256 * kMiB, options, *std::move(policy));
+  std::unique_ptr<BfcAllocator> tight = MakeTightBfc();
+  ASSERT_NE(tight, nullptr);
+  BfcAllocator& bfc = *tight;
 
   // 4 MiB then 2 MiB, the 4 MiB freed: a 6 MiB request finds a 4 MiB hole.
   void* first = bfc.Allocate(4 * kMiB);
@@ -161,19 +170,9 @@ TEST_F(BfcOnCudaVmmTest, TightPolicyGivesHolesBackToTheDevice) {
 // back: the device drains before they are unmapped (a real GPU would fault).
 TEST_F(BfcOnCudaVmmTest, TightPolicyUnmapsHolesOnlyAfterQueuedWork) {
   TENSORMEM_FAKE_DRIVER_ONLY();
-  CudaSubAllocatorParams params;
-  params.reserve_bytes = 256 * kMiB;
-  auto vmm = CudaVmmSubAllocator::Create(params);
-  ASSERT_TRUE(vmm.ok()) << vmm.status();
-  vmm_ = vmm->get();
-  PolicyEnvironment environment;
-  environment.memory_limit = 256 * kMiB;
-  environment.allow_growth = true;
-  environment.upstream_coalesces = true;
-  auto policy = CreatePolicy("tight", environment, "");
-  ASSERT_TRUE(policy.ok()) << policy.status();
-  BfcAllocator bfc(*std::move(vmm), 256 * kMiB, BfcAllocator::Options(),
-                   *std::move(policy));
+  std::unique_ptr<BfcAllocator> tight = MakeTightBfc();
+  ASSERT_NE(tight, nullptr);
+  BfcAllocator& bfc = *tight;
   void* activation = bfc.Allocate(4 * kMiB);
   void* kept = bfc.Allocate(2 * kMiB);
   // A kernel reading the activation is queued; the host frees it at once.

@@ -21,6 +21,16 @@ class FakeDriverTest : public CudaTest {
     prop_.location.id = 0;
   }
   const CudaDriverApi& api() { return driver_->api(); }
+  // Two streams, 4 KiB of work queued on the first at kBlock, and an event
+  // recorded after it.
+  void QueueWorkThenEvent(CUstream& first, CUstream& second, CUevent& event) {
+    ASSERT_EQ(api().cuStreamCreate(&first, 0), CUDA_SUCCESS);
+    ASSERT_EQ(api().cuStreamCreate(&second, 0), CUDA_SUCCESS);
+    fake_cuda_launch(first, kBlock, 4096);
+    ASSERT_EQ(api().cuEventCreate(&event, 0), CUDA_SUCCESS);
+    ASSERT_EQ(api().cuEventRecord(event, first), CUDA_SUCCESS);
+  }
+  static constexpr CUdeviceptr kBlock = 1 << 20;
 
   CUmemAllocationProp prop_ = {};
 };
@@ -93,13 +103,8 @@ TEST_F(FakeDriverTest, FailsTheNthCallAndLogsEveryCall) {
 // test ends with a reset, which also clears what was caught.
 TEST_F(FakeDriverTest, CatchesStreamsRacingOverMemory) {
   CUstream first = nullptr, second = nullptr;
-  ASSERT_EQ(api().cuStreamCreate(&first, 0), CUDA_SUCCESS);
-  ASSERT_EQ(api().cuStreamCreate(&second, 0), CUDA_SUCCESS);
-  constexpr CUdeviceptr kBlock = 1 << 20;
-  fake_cuda_launch(first, kBlock, 4096);
   CUevent event = nullptr;
-  ASSERT_EQ(api().cuEventCreate(&event, 0), CUDA_SUCCESS);
-  ASSERT_EQ(api().cuEventRecord(event, first), CUDA_SUCCESS);
+  QueueWorkThenEvent(first, second, event);
   EXPECT_EQ(api().cuEventQuery(event), CUDA_ERROR_NOT_READY);
   fake_cuda_launch(second, kBlock + 4096, 4096);  // other memory
   EXPECT_STREQ(fake_cuda_violations(), "");
@@ -113,13 +118,8 @@ TEST_F(FakeDriverTest, CatchesStreamsRacingOverMemory) {
 
 TEST_F(FakeDriverTest, AnEventWaitOrdersStreamsAndSynchronisationCompletes) {
   CUstream first = nullptr, second = nullptr;
-  ASSERT_EQ(api().cuStreamCreate(&first, 0), CUDA_SUCCESS);
-  ASSERT_EQ(api().cuStreamCreate(&second, 0), CUDA_SUCCESS);
-  constexpr CUdeviceptr kBlock = 1 << 20;
-  fake_cuda_launch(first, kBlock, 4096);
   CUevent event = nullptr;
-  ASSERT_EQ(api().cuEventCreate(&event, 0), CUDA_SUCCESS);
-  ASSERT_EQ(api().cuEventRecord(event, first), CUDA_SUCCESS);
+  QueueWorkThenEvent(first, second, event);
   ASSERT_EQ(api().cuStreamWaitEvent(second, event, 0), CUDA_SUCCESS);
   fake_cuda_launch(second, kBlock, 4096);  // ordered after the event
   ASSERT_EQ(api().cuStreamSynchronize(first), CUDA_SUCCESS);
