@@ -125,7 +125,7 @@ def main():
         if "error" in row:
             lines.append(f"training {row['model']}: {row['error']}")
         else:
-            lines.append(f"training {row['model']}: parameters "
+            lines.append(f"training {row['model']} ({row['rounds']} rounds): parameters "
                          f"{'identical' if row['identical_parameters'] else 'DIFFER'}, peak reserved "
                          f"{row['peak_ratio']:.3f}x PyTorch's (PyTorch {row['pytorch_over_allocated']:.3f}x, "
                          f"tensormem {row['peak_over_allocated']:.3f}x the peak allocated), "

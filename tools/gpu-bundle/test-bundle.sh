@@ -68,7 +68,7 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   grep -q "FAILED" "$summary" || fail "no-GPU summary does not say FAILED"
   grep -q "failed .* 1-devices" "$summary" || fail "no-GPU: the device step did not fail"
   grep -q "no CUDA driver" "$work/no-gpu/steps/1-devices.log" || fail "no-GPU: no reason given"
-  grep -q "4-train-resnet50-tensormem  no CUDA-enabled PyTorch" "$summary" ||
+  grep -q "4-train-resnet50-tensormem-1  no CUDA-enabled PyTorch" "$summary" ||
     fail "no-GPU: the training step does not say why"
   [ "$(ls "$work/no-gpu/steps/"*.status | wc -l)" -ge 18 ] || fail "no-GPU: steps were dropped"
 fi
