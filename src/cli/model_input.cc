@@ -85,7 +85,7 @@ absl::StatusOr<LoadedModel> LoadModelInput(const std::string& path,
 #else
 
 absl::StatusOr<LoadedModel> LoadModelInput(const std::string& path,
-                                           const ModelFlags& flags,
+                                           const ModelFlags& /*flags*/,
                                            int& exit_code) {
   exit_code = 1;
   return absl::UnimplementedError(absl::StrFormat(
