@@ -147,6 +147,8 @@ TEST_F(CudaSubAllocatorTest, CudaAsyncKeepsItsThresholdAndTrims) {
   EXPECT_EQ(*(*pool)->ReservedBytes(), 9 * kMiB);
   (*pool)->Free(a, 6 * kMiB);
   EXPECT_EQ(*(*pool)->ReservedBytes(), 9 * kMiB);  // kept until a sync
+  // The caller's own context (the pool's calls gave back the none it had).
+  ASSERT_TRUE(driver_->MakeCurrent(0).ok());
   ASSERT_EQ(driver_->api().cuCtxSynchronize(), CUDA_SUCCESS);
   // Down to the threshold (4 MiB), never below what is in use (3 MiB).
   EXPECT_EQ(*(*pool)->ReservedBytes(), 4 * kMiB);
@@ -169,6 +171,7 @@ TEST_F(CudaSubAllocatorTest, CudaAsyncFreesRegionsOnlyAfterQueuedWork) {
   void* region = (*pool)->Alloc(4 * kMiB, 256, &received);
   ASSERT_NE(region, nullptr);
   CUstream compute = nullptr;  // a stream like PyTorch's: not the pool's
+  ASSERT_TRUE(driver_->MakeCurrent(0).ok());
   ASSERT_EQ(driver_->api().cuStreamCreate(&compute, CU_STREAM_NON_BLOCKING),
             CUDA_SUCCESS);
   fake_cuda_launch(compute, reinterpret_cast<CUdeviceptr>(region), kMiB);
