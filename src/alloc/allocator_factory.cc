@@ -23,14 +23,11 @@ absl::Status Named(std::string_view key, const absl::Status& status) {
                       absl::StrCat(std::string(key), ": ", status.message()));
 }
 
-absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
-                                         uint64_t limit,
-                                         BfcAllocatorOptions options) {
-  absl::StatusOr<std::unique_ptr<SubAllocator>> upstream = CreateSubAllocator(
-      spec.sub_allocator, alloc_internal::SubAllocatorParamsFor(spec, limit));
-  if (!upstream.ok()) return Named("sub_allocator", upstream.status());
+absl::StatusOr<BuiltAllocator> CreateBfcOver(
+    const AllocatorSpec& spec, uint64_t limit, BfcAllocatorOptions options,
+    std::unique_ptr<SubAllocator> upstream) {
   const PolicyEnvironment environment = alloc_internal::PolicyEnvironmentFor(
-      spec, limit, (*upstream)->SupportsCoalescing());
+      spec, limit, upstream->SupportsCoalescing());
   absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
       CreatePolicy(spec.policy, environment, spec.config);
   if (!policy.ok())
@@ -40,11 +37,20 @@ absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
   options.garbage_collection = spec.garbage_collection;
   options.fragmentation_fraction = spec.fragmentation_fraction;
   auto bfc = std::make_unique<BfcAllocator>(
-      *std::move(upstream), limit, std::move(options), *std::move(policy));
+      std::move(upstream), limit, std::move(options), *std::move(policy));
   BuiltAllocator built;
   built.bfc = bfc.get();
   built.allocator = std::move(bfc);
   return built;
+}
+
+absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
+                                         uint64_t limit,
+                                         BfcAllocatorOptions options) {
+  absl::StatusOr<std::unique_ptr<SubAllocator>> upstream = CreateSubAllocator(
+      spec.sub_allocator, alloc_internal::SubAllocatorParamsFor(spec, limit));
+  if (!upstream.ok()) return Named("sub_allocator", upstream.status());
+  return CreateBfcOver(spec, limit, std::move(options), *std::move(upstream));
 }
 
 // `spec.shards` BFC allocators of limit / shards each (at least 256 bytes).
@@ -84,6 +90,19 @@ absl::StatusOr<BuiltAllocator> CreateAllocator(const AllocatorSpec& spec,
   built.allocator = std::make_unique<LimitingAllocator>(*system, limit);
   built.wrapped.push_back(std::move(system));
   return built;
+}
+
+absl::StatusOr<BuiltAllocator> CreateAllocatorOver(
+    const AllocatorSpec& spec, std::unique_ptr<SubAllocator> upstream,
+    BfcAllocatorOptions options) {
+  TM_RETURN_IF_ERROR(ValidateAllocatorSpec(spec));
+  if (spec.kind != "bfc" || spec.shards > 1) {
+    return absl::InvalidArgumentError(
+        "an allocator over a given upstream is one BFC allocator (kind bfc, "
+        "one shard)");
+  }
+  return CreateBfcOver(spec, spec.memory_limit.value_or(spec.capacity),
+                       std::move(options), std::move(upstream));
 }
 
 }  // namespace tensormem

@@ -18,6 +18,7 @@ BfcCore::BfcCore(SubAllocator* upstream, const Config& config,
       coalesce_regions_(upstream->SupportsCoalescing() &&
                         policy_->MergesRegions()),
       tail_kept_below_(policy_->TailKeptFromRequestsBelow()),
+      serves_from_new_region_(policy_->ServesFromNewRegion()),
       decommit_granule_(ChooseDecommitGranule()),
       separates_streams_(policy_->SeparatesStreams()),
       pools_per_stream_(policy_->NumPools()),
@@ -99,6 +100,9 @@ void* BfcCore::GrowAndFind(uint64_t bytes, uint64_t rounded, uint64_t alignment,
     return RecommitAndFind(bytes, rounded, freed_before, pool,
                            /*even_if_costlier=*/true);
   }
+  if (serves_from_new_region_) {
+    if (void* ptr = ServeGrown(bytes, rounded, alignment, pool)) return ptr;
+  }
   if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before, pool))
     return ptr;
   // Memory sized to extend a free tail did not land next to it (or the tail
@@ -130,6 +134,16 @@ void* BfcCore::FindChunk(uint64_t bytes, uint64_t rounded, uint64_t alignment,
   PreferHoleToTail(*fit, pool, rounded, alignment, freed_before);
   if (!inline_ && !policy_->MayServe(fit->size, rounded)) return nullptr;
   return ServeFit(*fit, bytes, rounded, alignment, pool);
+}
+
+void* BfcCore::ServeGrown(uint64_t bytes, uint64_t rounded, uint64_t alignment,
+                          int pool) {
+  const BfcChunk& chunk = map_.chunk(grown_chunk_);
+  if (!chunk.Mergeable() ||
+      chunk.size < rounded + bfc::AlignmentPadding(chunk.address, alignment)) {
+    return nullptr;
+  }
+  return ServeFit(chunk.Key(grown_chunk_), bytes, rounded, alignment, pool);
 }
 
 ChunkHandle BfcCore::TakeAligned(const FreeChunkKey& fit, uint64_t rounded,

@@ -222,8 +222,13 @@ class alignas(64) BfcCore {
               bool use_free_tail, bool* relied_on_tail);
   void* GrowAndFind(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                     uint64_t freed_before, int pool);
-  // Adds an upstream piece; true when it joined an existing region.
+  // Adds an upstream piece; true when it joined an existing region. Sets
+  // grown_chunk_.
   bool AddMemory(void* ptr, uint64_t bytes_received, int pool);
+  // Serves a request from grown_chunk_ (ServesFromNewRegion); nullptr when
+  // it does not fit.
+  void* ServeGrown(uint64_t bytes, uint64_t rounded, uint64_t alignment,
+                   int pool);
   // A new free chunk (not linked, not indexed).
   ChunkHandle NewFreeChunk(uint64_t address, uint64_t size, int pool);
   uint64_t FreeTailBytes(int pool) const;
@@ -307,6 +312,9 @@ class alignas(64) BfcCore {
   const std::unique_ptr<AllocationPolicy> policy_;
   const bool coalesce_regions_;
   const uint64_t tail_kept_below_;
+  const bool serves_from_new_region_;
+  // The free chunk holding the memory the last growth added.
+  ChunkHandle grown_chunk_ = kInvalidChunk;
   const uint64_t decommit_granule_;
   uint64_t decommitted_bytes_ = 0;  // in decommitted chunks
   // Few (the holes of one pool), scanned whole by each recommit: a vector.

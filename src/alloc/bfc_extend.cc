@@ -108,6 +108,7 @@ bool BfcCore::AddMemory(void* ptr, uint64_t bytes_received, int pool) {
     added.end = address + usable;
     added.pool = pool;
     InsertFree(handle);
+    grown_chunk_ = handle;
     return false;
   }
   // Contiguous with an existing region: it grows.
@@ -120,6 +121,7 @@ bool BfcCore::AddMemory(void* ptr, uint64_t bytes_received, int pool) {
     RemoveFree(last);
     map_.chunk(last).size += usable;
     InsertFree(last);
+    grown_chunk_ = last;
     return true;
   }
   const ChunkHandle handle = NewFreeChunk(address, usable, pool);
@@ -127,6 +129,7 @@ bool BfcCore::AddMemory(void* ptr, uint64_t bytes_received, int pool) {
   map_.chunk(handle).prev = last;
   region->last_chunk = handle;
   InsertFree(handle);
+  grown_chunk_ = handle;
   return true;
 }
 

@@ -1,5 +1,6 @@
 // `tensormem replay`: runs a trace through an allocator and reports the
 // metrics of docs/design.md §4 (docs/replay.md).
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -12,7 +13,9 @@
 #include "nlohmann/json.hpp"
 #include "tensormem/core/units.h"
 #include "tensormem/trace/replay.h"
+#include "tensormem/trace/snapshot_replay.h"
 #include "tensormem/trace/stream_pools.h"
+#include "tensormem/trace/trace_input.h"
 
 namespace tensormem::cli {
 namespace {
@@ -24,6 +27,7 @@ struct ReplayFlags {
   bool offsets = false;
   bool dump = false;
   bool stream_pools = false;
+  bool verify = false;
   bool json = false;
 };
 
@@ -101,6 +105,7 @@ struct ReplayOutcome {
   std::optional<MinimumLimit> min_limit;
   std::optional<StreamPoolsResult> stream_pools;
   std::string description;
+  std::optional<SnapshotComparison> snapshot;  // a snapshot replayed as run
 };
 
 void PrintJson(const ReplayFlags& flags, const ReplayOutcome& outcome,
@@ -114,6 +119,7 @@ void PrintJson(const ReplayFlags& flags, const ReplayOutcome& outcome,
     json["stream_pools"] = StreamPoolsToJson(*outcome.stream_pools);
   }
   if (flags.dump) json["dump"] = target.dump().ToJson();
+  if (outcome.snapshot) json["snapshot"] = SnapshotComparisonToJson(*outcome.snapshot);
   std::printf("%s\n", json.dump(2).c_str());
 }
 
@@ -130,51 +136,148 @@ void PrintOffsets(const std::vector<AllocationRecord>& records) {
   }
 }
 
+void PrintSnapshot(const SnapshotComparison& snapshot,
+                   const ReplayMetrics& metrics) {
+  std::printf("\nrecorded by PyTorch (config \"%s\")\n", snapshot.config.c_str());
+  std::printf("%-22s %llu (replayed %llu: %s)\n", "peak reserved",
+              static_cast<unsigned long long>(snapshot.recorded_peak_reserved_bytes),
+              static_cast<unsigned long long>(metrics.peak_pool_bytes),
+              snapshot.recorded_peak_reserved_bytes == metrics.peak_pool_bytes
+                  ? "exact"
+                  : "differs");
+  std::printf("%-22s %lld (replayed %lld)\n", "segments",
+              static_cast<long long>(snapshot.recorded_segments),
+              static_cast<long long>(snapshot.replayed_segments));
+  if (!snapshot.verified) return;
+  std::printf("%-22s %lld of %lld events\n", "divergences",
+              static_cast<long long>(snapshot.divergences),
+              static_cast<long long>(snapshot.events_compared));
+  if (const auto& first = snapshot.first_divergence) {
+    std::printf("first divergence at event %lld (entry %lld)\n  recorded: %s\n"
+                "  replayed: %s\n",
+                static_cast<long long>(first->event),
+                static_cast<long long>(first->entry), first->recorded.c_str(),
+                first->model.c_str());
+    for (const std::string& line : first->around)
+      std::printf("    %s\n", line.c_str());
+  }
+}
+
 void PrintText(const ReplayFlags& flags, const ReplayOutcome& outcome,
                const ReplayTarget& target) {
   PrintTable(outcome.result.metrics, outcome.description, outcome.min_limit);
   if (outcome.stream_pools) PrintStreamPools(*outcome.stream_pools);
+  if (outcome.snapshot) PrintSnapshot(*outcome.snapshot, outcome.result.metrics);
   if (flags.offsets) PrintOffsets(outcome.result.allocations);
   if (flags.dump) std::printf("\n%s", target.dump().ToText().c_str());
 }
 
-void Run(const ReplayFlags& flags) {
+// The input as read, and whether it is a snapshot to replay as it ran: one
+// with segment events, under the pytorch policy.
+struct LoadedInput {
+  PreparedTrace trace;
+  std::optional<PytorchRecording> recording;
+};
+
+LoadedInput Load(const ReplayFlags& flags, AllocatorSpec& spec) {
   constexpr std::string_view kCommand = "replay";
-  absl::StatusOr<AllocatorSpec> config = ToAllocatorSpec(flags.allocator);
-  if (!config.ok()) Fail(kCommand, kBadFlags, config.status().message());
-  const PreparedTrace trace = LoadTrace(kCommand, flags.trace, config->device);
-
-  const ReplayMetrics timing = MeasureSpeed(kCommand, trace, *config);
-
-  absl::StatusOr<ReplayTarget> target = CreateReplayTarget(*config);
-  if (!target.ok()) Fail(kCommand, target.status());
-  if (flags.dump && !target->dump) {
-    Fail(kCommand, kBadFlags,
-         "--dump: allocator '" + config->kind + "' keeps no memory map");
+  absl::StatusOr<TraceInput> input =
+      ReadTraceInput(flags.trace, {.format = std::nullopt, .device = spec.device});
+  if (!input.ok()) Fail(kCommand, kBadInput, input.status().message());
+  absl::StatusOr<PreparedTrace> prepared = PreparedTrace::Prepare(input->trace);
+  if (!prepared.ok()) {
+    Fail(kCommand, kBadInput,
+         flags.trace + ": " + std::string(prepared.status().message()));
   }
-  absl::StatusOr<ReplayResult> result =
-      Replay(trace, *target,
-             {.record_offsets = flags.offsets, .max_failure_reports = 0});
+  LoadedInput loaded{*std::move(prepared), std::nullopt};
+  const bool recorded = input->pytorch_details &&
+                        input->pytorch_details->recording.has_segment_events();
+  if (flags.verify && !recorded) {
+    Fail(kCommand, kBadInput,
+         flags.trace + ": --verify needs a PyTorch snapshot with segment "
+                       "events (segment_alloc, segment_map, ...)");
+  }
+  if (recorded && spec.policy == "pytorch") {
+    loaded.recording = std::move(input->pytorch_details->recording);
+    spec.config = SnapshotPolicyConfig(*loaded.recording, spec);
+  }
+  return loaded;
+}
+
+// --verify compares the pytorch policy with the recording: it chooses that
+// policy unless another was asked for.
+AllocatorSpec SpecFor(const ReplayFlags& flags) {
+  constexpr std::string_view kCommand = "replay";
+  absl::StatusOr<AllocatorSpec> spec = ToAllocatorSpec(flags.allocator);
+  if (!spec.ok()) Fail(kCommand, kBadFlags, spec.status().message());
+  if (!flags.verify) return *spec;
+  const bool policy_given = std::any_of(
+      flags.allocator.values.begin(), flags.allocator.values.end(),
+      [](const auto& value) { return value.first == "policy"; });
+  if (policy_given && spec->policy != "pytorch") {
+    Fail(kCommand, kBadFlags,
+         "--verify compares the pytorch policy with the recording, not '" +
+             spec->policy + "'");
+  }
+  spec->policy = "pytorch";
+  return *spec;
+}
+
+ReplayOutcome ReplayInput(const ReplayFlags& flags, const LoadedInput& input,
+                          const AllocatorSpec& config, ReplayTarget& target) {
+  constexpr std::string_view kCommand = "replay";
+  const ReplayOptions options{.record_offsets = flags.offsets,
+                              .max_failure_reports = 0};
+  absl::StatusOr<ReplayResult> result;
+  std::optional<SnapshotComparison> snapshot;
+  if (input.recording) {
+    absl::StatusOr<SnapshotReplayResult> replayed = ReplaySnapshot(
+        input.trace, *input.recording, config, options, flags.verify);
+    if (!replayed.ok()) Fail(kCommand, kBadInput, flags.trace + ": " + std::string(replayed.status().message()));
+    result = std::move(replayed->replay);
+    snapshot = std::move(replayed->comparison);
+    target = std::move(replayed->target);
+  } else {
+    absl::StatusOr<ReplayTarget> created = CreateReplayTarget(config);
+    if (!created.ok()) Fail(kCommand, created.status());
+    target = *std::move(created);
+    result = Replay(input.trace, target, options);
+  }
   if (!result.ok()) {
     Fail(kCommand, kBadInput,
          flags.trace + ": " + std::string(result.status().message()));
   }
-  ReplayOutcome outcome{*std::move(result), std::nullopt, std::nullopt,
-                        DescribeAllocator(*config)};
+  return {*std::move(result), std::nullopt, std::nullopt,
+          DescribeAllocator(config), std::move(snapshot)};
+}
+
+void Run(const ReplayFlags& flags) {
+  constexpr std::string_view kCommand = "replay";
+  AllocatorSpec config = SpecFor(flags);
+  const LoadedInput input = Load(flags, config);
+  const PreparedTrace& trace = input.trace;
+  const ReplayMetrics timing = MeasureSpeed(kCommand, trace, config);
+
+  ReplayTarget target;
+  ReplayOutcome outcome = ReplayInput(flags, input, config, target);
+  if (flags.dump && !target.dump) {
+    Fail(kCommand, kBadFlags,
+         "--dump: allocator '" + config.kind + "' keeps no memory map");
+  }
   outcome.result.metrics.seconds = timing.seconds;
   outcome.result.metrics.ns_per_op = timing.ns_per_op;
   if (flags.min_limit) {
-    absl::StatusOr<MinimumLimit> found = MinimumLimitFor(trace, *config);
+    absl::StatusOr<MinimumLimit> found = MinimumLimitFor(trace, config);
     if (!found.ok()) Fail(kCommand, found.status());
     outcome.min_limit = *found;
   }
   if (flags.stream_pools) {
-    outcome.stream_pools = SimulateStreams(flags.trace, *config);
+    outcome.stream_pools = SimulateStreams(flags.trace, config);
   }
   if (flags.json) {
-    PrintJson(flags, outcome, *target);
+    PrintJson(flags, outcome, target);
   } else {
-    PrintText(flags, outcome, *target);
+    PrintText(flags, outcome, target);
   }
 }
 
@@ -210,6 +313,11 @@ void AddReplayCommand(CLI::App& app) {
   command->add_flag("--stream-pools", flags->stream_pools,
                     "also replay with one pool per stream= and report the "
                     "bytes stranded in other streams' pools");
+  command->add_flag(
+      "--verify", flags->verify,
+      "PyTorch snapshots: replay under the pytorch policy and compare every "
+      "event with the recording (segments obtained and returned, block "
+      "addresses); reports the first divergence");
   command->add_flag("--json", flags->json, "print one JSON object");
   command->callback([flags] { Run(*flags); });
 }

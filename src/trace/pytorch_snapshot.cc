@@ -11,6 +11,7 @@
 #include "tensormem/trace/importers.h"
 #include "tensormem/trace/pickle.h"
 #include "tensormem/trace/trace_io.h"
+#include "trace/pytorch_recording.h"
 #include "trace/stream_index.h"
 
 namespace tensormem {
@@ -24,11 +25,14 @@ struct Block {
 
 // One device-trace entry that becomes an event.
 struct Entry {
-  enum class Action { kAlloc, kFree, kOom, kOther } action = Action::kOther;
+  enum class Action { kAlloc, kFree, kOom, kSegment, kOther } action =
+      Action::kOther;
+  RecordedSegmentEvent::Kind segment = RecordedSegmentEvent::Kind::kAlloc;
   uint64_t address = 0;
   uint64_t bytes = 0;
   uint64_t stream = 0;
   std::optional<int64_t> time_us;
+  size_t index = 0;  // in the device's trace
 };
 
 class SnapshotReader {
@@ -49,7 +53,8 @@ class SnapshotReader {
   absl::StatusOr<int64_t> IntField(PickleValue dict, std::string_view key,
                                    std::string_view where) const;
   absl::Status ReadLiveBlocks(PickleValue segments,
-                              std::map<uint64_t, Block>& live) const;
+                              std::map<uint64_t, Block>& live,
+                              uint64_t& reserved) const;
   // The blocks of one segment; live ones go into `live` by address.
   absl::Status ReadSegmentBlocks(PickleValue segment, const std::string& where,
                                  std::map<uint64_t, Block>& live) const;
@@ -68,6 +73,10 @@ class SnapshotReader {
   absl::Status AppendEvents(const std::map<uint64_t, Block>& before,
                             const std::vector<Entry>& entries,
                             PytorchImport& result) const;
+  // The trace event of an allocation, free or failed request.
+  absl::Status ToEvent(const Entry& entry,
+                       absl::flat_hash_map<uint64_t, uint64_t>& ids,
+                       uint64_t& next_id, TraceEvent& event) const;
   // Nanoseconds of `entry` since the first timed entry (set on first use).
   absl::StatusOr<int64_t> TimeSinceFirst(
       size_t index, int64_t time_us,
@@ -96,8 +105,9 @@ absl::StatusOr<int64_t> SnapshotReader::IntField(PickleValue dict,
 }
 
 // Blocks allocated in the final state of the chosen device, by address.
-absl::Status SnapshotReader::ReadLiveBlocks(
-    PickleValue segments, std::map<uint64_t, Block>& live) const {
+absl::Status SnapshotReader::ReadLiveBlocks(PickleValue segments,
+                                            std::map<uint64_t, Block>& live,
+                                            uint64_t& reserved) const {
   if (segments.kind() != PickleValue::Kind::kList) {
     return Error("segments", "is not a list");
   }
@@ -109,6 +119,9 @@ absl::Status SnapshotReader::ReadLiveBlocks(
     }
     if (std::optional<PickleValue> device = segment.Find("device")) {
       if (device->AsInt() != device_) continue;
+    }
+    if (std::optional<PickleValue> size = segment.Find("total_size")) {
+      reserved += static_cast<uint64_t>(std::max<int64_t>(0, size->AsInt().value_or(0)));
     }
     TM_RETURN_IF_ERROR(ReadSegmentBlocks(segment, where, live));
   }
@@ -171,6 +184,15 @@ absl::Status SnapshotReader::ReadBlockState(
   return absl::OkStatus();
 }
 
+std::optional<RecordedSegmentEvent::Kind> SegmentKind(std::string_view name) {
+  using Kind = RecordedSegmentEvent::Kind;
+  if (name == "segment_alloc") return Kind::kAlloc;
+  if (name == "segment_free") return Kind::kFree;
+  if (name == "segment_map") return Kind::kMap;
+  if (name == "segment_unmap") return Kind::kUnmap;
+  return std::nullopt;
+}
+
 // The buffer keeps only the latest events: walk them backwards from the final
 // state to find what was already live before the first one.
 std::map<uint64_t, Block> LiveBeforeFirstEntry(
@@ -199,8 +221,14 @@ absl::StatusOr<PytorchImport> SnapshotReader::Read(PickleValue root) {
     return Error("top level", "not a PyTorch memory snapshot (no 'segments')");
   }
   std::map<uint64_t, Block> live;  // address -> block, at the end of the trace
-  if (absl::Status status = ReadLiveBlocks(*segments, live); !status.ok()) {
+  uint64_t final_reserved = 0;
+  if (absl::Status status = ReadLiveBlocks(*segments, live, final_reserved);
+      !status.ok()) {
     return status;
+  }
+  if (root.kind() == PickleValue::Kind::kDict) {
+    if (std::optional<PickleValue> settings = root.Find("allocator_settings"))
+      trace_internal::ReadAllocatorSettings(*settings, result.recording);
   }
   std::vector<Entry> entries;
   if (traces) {
@@ -214,6 +242,7 @@ absl::StatusOr<PytorchImport> SnapshotReader::Read(PickleValue root) {
       !status.ok()) {
     return status;
   }
+  trace_internal::CountReservedBytes(final_reserved, result.recording);
   return result;
 }
 
@@ -239,11 +268,14 @@ absl::Status SnapshotReader::ReadEntries(PickleValue traces,
     absl::StatusOr<std::optional<Entry>> entry = ReadEntry(
         device_trace[i], absl::StrFormat("device_traces[%d][%d]", device_, i));
     if (!entry.ok()) return entry.status();
-    if (!entry->has_value()) {
-      ++result.entries_skipped;
-      continue;
+    if (!entry->has_value() ||
+        (*entry)->action == Entry::Action::kSegment) {
+      ++result.entries_skipped;  // segment events become no trace event
     }
-    entries.push_back(**entry);
+    if (entry->has_value()) {
+      (*entry)->index = i;
+      entries.push_back(**entry);
+    }
   }
   return absl::OkStatus();
 }
@@ -258,6 +290,10 @@ absl::StatusOr<std::optional<Entry>> SnapshotReader::ReadEntry(
   if (*name == "alloc") entry.action = Entry::Action::kAlloc;
   if (*name == "free_completed") entry.action = Entry::Action::kFree;
   if (*name == "oom") entry.action = Entry::Action::kOom;
+  if (std::optional<RecordedSegmentEvent::Kind> kind = SegmentKind(*name)) {
+    entry.action = Entry::Action::kSegment;
+    entry.segment = *kind;
+  }
   if (entry.action == Entry::Action::kOther) return std::nullopt;
   if (entry.action != Entry::Action::kOom) {
     absl::StatusOr<int64_t> address = IntField(item, "addr", where);
@@ -298,48 +334,67 @@ absl::Status SnapshotReader::AppendEvents(
   trace_internal::StreamIndex streams;
   absl::flat_hash_map<uint64_t, uint64_t> ids;  // address -> id of live block
   uint64_t next_id = 0;
+  PytorchRecording& recording = result.recording;
   for (const auto& [address, block] : before) {
     TraceEvent event = TraceEvent::Alloc(next_id, block.bytes);
     event.stream = streams.IndexOf(block.stream);
     ids[address] = next_id++;
     result.trace.events.push_back(event);
+    recording.addresses.push_back(address);
+    recording.entries.push_back(-1);
   }
   result.blocks_live_at_start = before.size();
 
   std::optional<int64_t> first_time_us;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const Entry& entry = entries[i];
+  for (const Entry& entry : entries) {
     TraceEvent event;
     event.stream = streams.IndexOf(entry.stream);
+    if (entry.action == Entry::Action::kSegment) {
+      recording.segments.push_back(
+          {entry.segment, event.stream, entry.address, entry.bytes,
+           entry.index, result.trace.events.size()});
+      continue;
+    }
     if (entry.time_us) {
       absl::StatusOr<int64_t> time_ns =
-          TimeSinceFirst(i, *entry.time_us, first_time_us);
+          TimeSinceFirst(entry.index, *entry.time_us, first_time_us);
       if (!time_ns.ok()) return time_ns.status();
       event.time_ns = *time_ns;
     }
-    const std::string where = absl::StrFormat("device trace entry %d", i);
-    if (entry.action == Entry::Action::kFree) {
-      auto it = ids.find(entry.address);
-      if (it == ids.end()) {
-        return Error(where, absl::StrFormat("free_completed of address 0x%x, "
-                                            "which is not allocated",
-                                            entry.address));
-      }
-      event.op = TraceOp::kFree;
-      event.id = it->second;
-      ids.erase(it);
-    } else {
-      event.op = TraceOp::kAlloc;
-      event.id = next_id++;
-      event.bytes = entry.bytes;
-      event.failed = entry.action == Entry::Action::kOom;
-      if (!event.failed && !ids.try_emplace(entry.address, event.id).second) {
-        return Error(where, absl::StrFormat("alloc at address 0x%x, which is "
-                                            "already allocated",
-                                            entry.address));
-      }
-    }
+    TM_RETURN_IF_ERROR(ToEvent(entry, ids, next_id, event));
     result.trace.events.push_back(event);
+    recording.addresses.push_back(
+        entry.action == Entry::Action::kAlloc ? entry.address : 0);
+    recording.entries.push_back(static_cast<int64_t>(entry.index));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SnapshotReader::ToEvent(
+    const Entry& entry, absl::flat_hash_map<uint64_t, uint64_t>& ids,
+    uint64_t& next_id, TraceEvent& event) const {
+  const std::string where =
+      absl::StrFormat("device trace entry %d", entry.index);
+  if (entry.action == Entry::Action::kFree) {
+    auto it = ids.find(entry.address);
+    if (it == ids.end()) {
+      return Error(where, absl::StrFormat("free_completed of address 0x%x, "
+                                          "which is not allocated",
+                                          entry.address));
+    }
+    event.op = TraceOp::kFree;
+    event.id = it->second;
+    ids.erase(it);
+    return absl::OkStatus();
+  }
+  event.op = TraceOp::kAlloc;
+  event.id = next_id++;
+  event.bytes = entry.bytes;
+  event.failed = entry.action == Entry::Action::kOom;
+  if (!event.failed && !ids.try_emplace(entry.address, event.id).second) {
+    return Error(where, absl::StrFormat("alloc at address 0x%x, which is "
+                                        "already allocated",
+                                        entry.address));
   }
   return absl::OkStatus();
 }

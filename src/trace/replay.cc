@@ -89,12 +89,18 @@ class ReplayRun {
     for (size_t e = 0; e < steps.size(); ++e) {
       const PreparedTrace::Step& step = steps[e];
       const uint64_t id = trace_.ids()[e];
+      if (options_.observer != nullptr) options_.observer->BeforeEvent(e);
       if (step.op == PreparedTrace::Op::kRecordedFailure) {
         OnRecordedFailure(e, id, step);
       } else if (step.op == PreparedTrace::Op::kAlloc) {
         OnAlloc(e, id, step);
       } else if (absl::Status freed = OnFree(e, id, step); !freed.ok()) {
         return freed;
+      }
+      if (options_.observer != nullptr) {
+        options_.observer->AfterEvent(
+            e, step.op == PreparedTrace::Op::kAlloc ? blocks_[step.slot]
+                                                    : nullptr);
       }
       Observe(e);
     }

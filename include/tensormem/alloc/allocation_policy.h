@@ -97,6 +97,11 @@ class AllocationPolicy {
   }
   // The upstream granted the region asked for with `request`.
   virtual void RegionAdded(const GrowthRequest& /*request*/) {}
+  // Whether the request that made the pool grow is served by the free chunk
+  // holding the new memory (PyTorch hands a request the segment it made for
+  // it, even one its fit rules would pass over), rather than by the best fit
+  // after growth.
+  virtual bool ServesFromNewRegion() const { return false; }
 
   // The per-request decisions (RoundedSize, NumPools/PoolFor, MayServe,
   // ShouldSplit) in a form the engine evaluates inline, for policies whose

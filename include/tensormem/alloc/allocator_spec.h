@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "tensormem/alloc/allocator.h"
 #include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/alloc/sub_allocator.h"
 #include "tensormem/core/units.h"
 
 namespace tensormem {
@@ -105,6 +106,14 @@ struct BuiltAllocator {
 // space that cannot be reserved.
 absl::StatusOr<BuiltAllocator> CreateAllocator(
     const AllocatorSpec& spec, BfcAllocatorOptions options = {});
+
+// CreateAllocator with `upstream` in place of the sub-allocator
+// `spec.sub_allocator` names, for callers that decide where regions go (a
+// snapshot replay puts them at the recorded addresses). Errors: those of
+// CreateAllocator, or a kind other than one BFC allocator.
+absl::StatusOr<BuiltAllocator> CreateAllocatorOver(
+    const AllocatorSpec& spec, std::unique_ptr<SubAllocator> upstream,
+    BfcAllocatorOptions options = {});
 
 }  // namespace tensormem
 

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "tensormem/plan/buffer_set.h"
+#include "tensormem/trace/pytorch_recording.h"
 #include "tensormem/trace/trace.h"
 
 namespace tensormem {
@@ -47,6 +48,8 @@ struct PytorchImport {
   int64_t entries_skipped = 0;
   // Number of devices with a trace in the snapshot.
   int64_t devices = 0;
+  // Segment events, block addresses and settings (pytorch_recording.h).
+  PytorchRecording recording;
 };
 
 // A PyTorch memory snapshot: the chosen device's `alloc` / `free_completed`

@@ -79,6 +79,17 @@ class PreparedTrace {
   uint64_t peak_live_bytes_ = 0;
 };
 
+// Told about every event of a replay, e.g. to act between events or to
+// compare the allocator with a recording (snapshot_replay.h).
+class ReplayObserver {
+ public:
+  virtual ~ReplayObserver() = default;
+  virtual void BeforeEvent(size_t /*event*/) {}
+  // `block`: what an allocation returned (nullptr when it failed, and for
+  // frees and recorded failures).
+  virtual void AfterEvent(size_t /*event*/, const void* /*block*/) {}
+};
+
 struct ReplayOptions {
   // Record, per alloc event, the block's offset and allocated size.
   bool record_offsets = false;
@@ -89,6 +100,7 @@ struct ReplayOptions {
   size_t max_timeline_samples = 0;
   // Explanations kept for the first failed allocations.
   size_t max_failure_reports = 4;
+  ReplayObserver* observer = nullptr;  // not owned
 };
 
 struct ReplayMetrics {

@@ -72,10 +72,19 @@ class PytorchPolicy final : public AllocationPolicy {
     return chunk_size - rounded < config_.max_non_split_rounding;
   }
 
+  // Expandable segments pass over a segment's free tail (it can grow for
+  // this request later) whenever a larger free block fits.
+  uint64_t TailKeptFromRequestsBelow() const override {
+    return config_.expandable_segments ? UINT64_MAX : 0;
+  }
+
   bool ShouldSplit(uint64_t chunk_size, uint64_t rounded,
                    int pool) const override {
     const uint64_t remaining = chunk_size - rounded;
-    if (pool == kSmallPool) return remaining >= kMinBlockSize;
+    // Pages of an expandable segment are unmapped one by one, so a split
+    // never strands memory there: any remainder is cut off.
+    if (pool == kSmallPool || config_.expandable_segments)
+      return remaining >= kMinBlockSize;
     return rounded < config_.max_split_size && remaining > kSmallSize;
   }
 
@@ -102,6 +111,7 @@ class PytorchPolicy final : public AllocationPolicy {
   // A block freed on one stream is reused only by that stream (PyTorch keys
   // its free blocks by stream before size).
   bool SeparatesStreams() const override { return true; }
+  bool ServesFromNewRegion() const override { return true; }
   bool MergesRegions() const override { return config_.expandable_segments; }
   bool ReleasesFreeRegionsBeforeFailing() const override { return true; }
   uint64_t ReleaseThresholdBytes() const override { return release_threshold_; }

@@ -1,0 +1,84 @@
+// Replaying a PyTorch memory snapshot the way its GPU ran it, and checking the
+// `pytorch` policy against what PyTorch's caching allocator recorded.
+//
+// Each new segment is placed at the address the recording gives for it (best
+// fit breaks ties by address, so the driver's addresses decide which of two
+// equal blocks serves), the policy's configuration defaults to the snapshot's
+// own `allocator_settings`, and a release the recording made between two
+// events (empty_cache(), or the release before an out-of-memory error) is
+// made at the same point. With `verify`, every event is compared with the
+// recording: the segments obtained and returned, and the block's address.
+//
+//   TM_ASSIGN_OR_RETURN(PytorchImport read, ReadPytorchSnapshot("s.pickle"));
+//   TM_ASSIGN_OR_RETURN(PreparedTrace trace, PreparedTrace::Prepare(read.trace));
+//   AllocatorSpec spec;
+//   spec.policy = "pytorch";
+//   TM_ASSIGN_OR_RETURN(SnapshotReplayResult result,
+//       ReplaySnapshot(trace, read.recording, spec, {}, /*verify=*/true));
+//   // result.comparison.divergences == 0: every event as recorded.
+#ifndef TENSORMEM_TRACE_SNAPSHOT_REPLAY_H_
+#define TENSORMEM_TRACE_SNAPSHOT_REPLAY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "tensormem/alloc/allocator_spec.h"
+#include "tensormem/trace/pytorch_recording.h"
+#include "tensormem/trace/replay.h"
+
+namespace tensormem {
+
+struct SnapshotDivergence {
+  int64_t event = -1;  // trace event index
+  int64_t entry = -1;  // the device-trace entry (-1: a block live at start)
+  std::string recorded;  // what the recording did at that event
+  std::string model;     // what the replay did
+  // The replay's blocks around the recorded address (or the replay's own),
+  // one line each: address, size, in use or free.
+  std::vector<std::string> around;
+};
+
+struct SnapshotComparison {
+  std::string config;  // the policy configuration the replay used
+  uint64_t recorded_peak_reserved_bytes = 0;
+  int64_t recorded_segments = 0;  // segment_alloc / segment_map events
+  int64_t replayed_segments = 0;  // regions the replay obtained
+  int64_t releases_replayed = 0;  // empty_cache()-like releases made
+  bool verified = false;
+  int64_t events_compared = 0;
+  int64_t divergences = 0;  // events where the replay differed
+  std::optional<SnapshotDivergence> first_divergence;
+};
+
+struct SnapshotReplayResult {
+  ReplayResult replay;
+  SnapshotComparison comparison;
+  ReplayTarget target;  // the allocator, in its final state
+};
+
+// The configuration a snapshot replay gives the policy: `spec.config` when
+// set, else the recording's settings (empty when it has none).
+std::string SnapshotPolicyConfig(const PytorchRecording& recording,
+                                 const AllocatorSpec& spec);
+
+// Replays `trace` (the snapshot's events, as read with `recording`) into a
+// BFC allocator built from `spec` whose regions lie at the recorded segment
+// addresses. Errors: a recording without segment events (nothing to place or
+// compare), a spec that is not one BFC allocator, CreateAllocator's, or the
+// replay's.
+absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(
+    const PreparedTrace& trace, const PytorchRecording& recording,
+    const AllocatorSpec& spec, const ReplayOptions& options, bool verify);
+
+// config, recorded_peak_reserved_bytes, recorded_segments, segments,
+// releases_replayed; with verification events_compared, divergences and
+// first_divergence {event, entry, recorded, model, around}.
+nlohmann::json SnapshotComparisonToJson(const SnapshotComparison& comparison);
+
+}  // namespace tensormem
+
+#endif  // TENSORMEM_TRACE_SNAPSHOT_REPLAY_H_
