@@ -126,6 +126,9 @@ struct BfcRegion {
   ChunkHandle last_chunk = kInvalidChunk;  // where a coalescing upstream grows
   std::vector<UpstreamPiece> pieces;
   uint32_t pool = 0;
+  // The pool's request count when the region last became wholly free (only
+  // for policies that release regions by age).
+  uint64_t freed_at_request = 0;
 
   uint64_t size() const { return end - begin; }
 };

@@ -19,6 +19,8 @@ BfcCore::BfcCore(SubAllocator* upstream, const Config& config,
                         policy_->MergesRegions()),
       tail_kept_below_(policy_->TailKeptFromRequestsBelow()),
       serves_from_new_region_(policy_->ServesFromNewRegion()),
+      releases_before_growth_(policy_->ReleasesBeforeGrowth()),
+      requests_(policy_->NumPools(), 0),
       decommit_granule_(ChooseDecommitGranule()),
       separates_streams_(policy_->SeparatesStreams()),
       pools_per_stream_(policy_->NumPools()),
@@ -60,6 +62,7 @@ void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
   const uint64_t rounded = *rounded_or;
   // Inline policies have one pool and share it across streams.
   const int pool = inline_ ? 0 : PoolOf(stream, rounded);
+  CountRequest(pool);
   if (!timestamped_chunks_.empty()) MergeTimestampedChunks(0);
   if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before, pool))
     return ptr;

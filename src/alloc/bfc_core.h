@@ -85,7 +85,10 @@ class alignas(64) BfcCore {
     const std::optional<uint64_t> rounded = RoundedSize(bytes);
     if (!rounded || *rounded > config_.memory_limit) return nullptr;
     const int pool = inline_ ? 0 : PoolOf(stream, *rounded);
-    return FindChunk(bytes, *rounded, alignment, /*freed_before=*/0, pool);
+    void* ptr = FindChunk(bytes, *rounded, alignment, /*freed_before=*/0, pool);
+    // A miss is counted by Allocate, which the caller calls next.
+    if (ptr != nullptr) CountRequest(pool);
+    return ptr;
   }
   // Frees the in-use block at `ptr`; false (and no change) when there is none:
   // DiagnoseBadFree then says why.
@@ -225,6 +228,14 @@ class alignas(64) BfcCore {
   // Adds an upstream piece; true when it joined an existing region. Sets
   // grown_chunk_.
   bool AddMemory(void* ptr, uint64_t bytes_received, int pool);
+  // Counts a request for `pool` (the ages of free regions).
+  void CountRequest(int pool) {
+    if (releases_before_growth_) ++requests_[PolicyPool(pool)];
+  }
+  // After a free at `address`: stamps its region when it is wholly free.
+  void NoteFreed(uint64_t address);
+  // Returns the free regions the policy picks before the pool grows.
+  void ReleaseBeforeGrowth();
   // Serves a request from grown_chunk_ (ServesFromNewRegion); nullptr when
   // it does not fit.
   void* ServeGrown(uint64_t bytes, uint64_t rounded, uint64_t alignment,
@@ -313,6 +324,10 @@ class alignas(64) BfcCore {
   const bool coalesce_regions_;
   const uint64_t tail_kept_below_;
   const bool serves_from_new_region_;
+  // RegionsToRelease in use: requests per policy pool, counted to age
+  // free regions.
+  const bool releases_before_growth_;
+  std::vector<uint64_t> requests_;
   // The free chunk holding the memory the last growth added.
   ChunkHandle grown_chunk_ = kInvalidChunk;
   const uint64_t decommit_granule_;

@@ -91,7 +91,9 @@ namespace tensormem::internal {
     timestamped_chunks_.push_back({handle, chunk.generation});
   } else {
     chunk.freed_at_count = 0;
+    const uint64_t address = chunk.address;
     MergeAndIndex(handle);
+    if (releases_before_growth_) NoteFreed(address);
   }
   return true;
 }

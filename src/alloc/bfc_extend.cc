@@ -36,10 +36,7 @@ bool BfcCore::Extend(uint64_t rounded, uint64_t alignment, int pool,
   // plain requests.
   if (use_free_tail && alignment == bfc::kMinAllocationSize)
     request.free_tail = FreeTailBytes(pool);
-  if (const uint64_t threshold = policy_->ReleaseThresholdBytes();
-      threshold > 0 && stats_.pool_bytes + rounded > threshold) {
-    DeallocateRegions(FreeRegionStarts());
-  }
+  if (releases_before_growth_) ReleaseBeforeGrowth();
   uint64_t bytes = policy_->RegionBytes(request);
   // The limit holds whatever a policy asks for.
   if (bytes == 0 || bytes > request.headroom) return false;
@@ -140,6 +137,27 @@ ChunkHandle BfcCore::NewFreeChunk(uint64_t address, uint64_t size, int pool) {
   chunk.size = size;
   chunk.pool = pool;
   return handle;
+}
+
+void BfcCore::NoteFreed(uint64_t address) {
+  BfcRegion* region = map_.MutableRegionContaining(address);
+  const BfcChunk& first = map_.chunk(region->first_chunk);
+  if (first.is_free() && first.next == kInvalidChunk)
+    region->freed_at_request = requests_[PolicyPool(region->pool)];
+}
+
+void BfcCore::ReleaseBeforeGrowth() {
+  std::vector<FreeRegion> free_regions;
+  for (const BfcRegion& region : map_.regions()) {
+    const BfcChunk& first = map_.chunk(region.first_chunk);
+    if (!first.Mergeable() || first.next != kInvalidChunk) continue;
+    const int pool = PolicyPool(region.pool);
+    free_regions.push_back(
+        {region.begin, region.size(), pool,
+         static_cast<int>(region.pool) / pools_per_stream_,
+         requests_[pool] - region.freed_at_request});
+  }
+  DeallocateRegions(policy_->RegionsToRelease(stats_.pool_bytes, free_regions));
 }
 
 std::vector<uint64_t> BfcCore::FreeRegionStarts() const {

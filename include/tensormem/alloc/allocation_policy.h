@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tensormem {
 
@@ -36,6 +37,17 @@ struct PolicyEnvironment {
   // Growth unit of policies that grow by what a request needs (a GPU's VMM
   // allocation granularity).
   uint64_t granule = 2 << 20;
+};
+
+// A region with nothing in use, offered for release before the pool grows.
+struct FreeRegion {
+  uint64_t start = 0;
+  uint64_t bytes = 0;
+  int pool = 0;        // the policy's pool
+  int stream_slot = 0;  // streams in order of first use (SeparatesStreams)
+  // Requests for the region's pool (any stream) since it became free: how
+  // long it sat unused.
+  uint64_t age = 0;
 };
 
 // Why the engine asks for a new region, and what it knows at that moment.
@@ -128,9 +140,17 @@ class AllocationPolicy {
   // a range when that costs less than extending the last region. The pool
   // then follows live bytes instead of keeping every hole it ever had.
   virtual uint64_t DecommitGranule() const { return 0; }
-  // Pool bytes above which free regions are returned before growing further
-  // (0: never).
-  virtual uint64_t ReleaseThresholdBytes() const { return 0; }
+  // Whether free regions may be returned before the pool grows
+  // (RegionsToRelease); the engine then tracks how long each sat unused.
+  virtual bool ReleasesBeforeGrowth() const { return false; }
+  // Before the pool grows, holding `pool_bytes`: the starts of the regions of
+  // `free_regions` to return to the upstream first, in the order to return
+  // them.
+  virtual std::vector<uint64_t> RegionsToRelease(
+      uint64_t /*pool_bytes*/,
+      const std::vector<FreeRegion>& /*free_regions*/) const {
+    return {};
+  }
 };
 
 }  // namespace tensormem

@@ -9,6 +9,8 @@
 // (small) or 20 MiB (large) pages. Before a request fails, cached segments
 // with nothing in use are released and the request retried.
 #include <algorithm>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "alloc/policies/policies.h"
@@ -36,6 +38,42 @@ uint64_t RoundToDivision(uint64_t bytes, uint32_t divisions) {
   if (step == 0) return floor << 1;
   const uint64_t base = bytes & ~(step - 1);
   return base == bytes ? bytes : base + step;
+}
+
+// Free large-pool segments to release until `target` bytes went back: each
+// sweep releases every segment unused for at least the average age of those
+// left, in PyTorch's order of free blocks (stream, size, address), and sweeps
+// go on while they release something.
+std::vector<uint64_t> OldestLargeSegments(
+    uint64_t target, const std::vector<FreeRegion>& free_regions) {
+  std::vector<FreeRegion> candidates;
+  for (const FreeRegion& region : free_regions) {
+    if (region.pool == kLargePool) candidates.push_back(region);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](auto& a, auto& b) {
+    return std::tie(a.stream_slot, a.bytes, a.start) <
+           std::tie(b.stream_slot, b.bytes, b.start);
+  });
+  uint64_t total_age = 0;
+  for (const FreeRegion& region : candidates) total_age += region.age;
+  std::vector<bool> released(candidates.size(), false);
+  std::vector<uint64_t> order;
+  size_t left = candidates.size();
+  uint64_t reclaimed = 0;
+  for (bool freed = true; reclaimed < target && freed && left > 0;) {
+    const double average = static_cast<double>(total_age) / left;
+    freed = false;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (released[i] || static_cast<double>(candidates[i].age) < average)
+        continue;
+      released[i] = freed = true;
+      reclaimed += candidates[i].bytes;
+      total_age -= candidates[i].age;
+      --left;
+      order.push_back(candidates[i].start);
+    }
+  }
+  return order;
 }
 
 class PytorchPolicy final : public AllocationPolicy {
@@ -114,7 +152,17 @@ class PytorchPolicy final : public AllocationPolicy {
   bool ServesFromNewRegion() const override { return true; }
   bool MergesRegions() const override { return config_.expandable_segments; }
   bool ReleasesFreeRegionsBeforeFailing() const override { return true; }
-  uint64_t ReleaseThresholdBytes() const override { return release_threshold_; }
+  // garbage_collection_threshold (pages of expandable segments are never
+  // collected: they are unmapped only before an out-of-memory error).
+  bool ReleasesBeforeGrowth() const override {
+    return release_threshold_ > 0 && !config_.expandable_segments;
+  }
+  std::vector<uint64_t> RegionsToRelease(
+      uint64_t pool_bytes,
+      const std::vector<FreeRegion>& free_regions) const override {
+    if (pool_bytes <= release_threshold_) return {};
+    return OldestLargeSegments(pool_bytes - release_threshold_, free_regions);
+  }
 
  private:
   const PytorchConfig config_;
