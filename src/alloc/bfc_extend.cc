@@ -152,10 +152,9 @@ void BfcCore::ReleaseBeforeGrowth() {
     const BfcChunk& first = map_.chunk(region.first_chunk);
     if (!first.Mergeable() || first.next != kInvalidChunk) continue;
     const int pool = PolicyPool(region.pool);
-    free_regions.push_back(
-        {region.begin, region.size(), pool,
-         static_cast<int>(region.pool) / pools_per_stream_,
-         requests_[pool] - region.freed_at_request});
+    free_regions.push_back({region.begin, region.size(), pool,
+                            static_cast<int>(region.pool) / pools_per_stream_,
+                            requests_[pool] - region.freed_at_request});
   }
   DeallocateRegions(policy_->RegionsToRelease(stats_.pool_bytes, free_regions));
 }

@@ -119,7 +119,8 @@ void PrintJson(const ReplayFlags& flags, const ReplayOutcome& outcome,
     json["stream_pools"] = StreamPoolsToJson(*outcome.stream_pools);
   }
   if (flags.dump) json["dump"] = target.dump().ToJson();
-  if (outcome.snapshot) json["snapshot"] = SnapshotComparisonToJson(*outcome.snapshot);
+  if (outcome.snapshot)
+    json["snapshot"] = SnapshotComparisonToJson(*outcome.snapshot);
   std::printf("%s\n", json.dump(2).c_str());
 }
 
@@ -138,13 +139,15 @@ void PrintOffsets(const std::vector<AllocationRecord>& records) {
 
 void PrintSnapshot(const SnapshotComparison& snapshot,
                    const ReplayMetrics& metrics) {
-  std::printf("\nrecorded by PyTorch (config \"%s\")\n", snapshot.config.c_str());
-  std::printf("%-22s %llu (replayed %llu: %s)\n", "peak reserved",
-              static_cast<unsigned long long>(snapshot.recorded_peak_reserved_bytes),
-              static_cast<unsigned long long>(metrics.peak_pool_bytes),
-              snapshot.recorded_peak_reserved_bytes == metrics.peak_pool_bytes
-                  ? "exact"
-                  : "differs");
+  std::printf("\nrecorded by PyTorch (config \"%s\")\n",
+              snapshot.config.c_str());
+  std::printf(
+      "%-22s %llu (replayed %llu: %s)\n", "peak reserved",
+      static_cast<unsigned long long>(snapshot.recorded_peak_reserved_bytes),
+      static_cast<unsigned long long>(metrics.peak_pool_bytes),
+      snapshot.recorded_peak_reserved_bytes == metrics.peak_pool_bytes
+          ? "exact"
+          : "differs");
   std::printf("%-22s %lld (replayed %lld)\n", "segments",
               static_cast<long long>(snapshot.recorded_segments),
               static_cast<long long>(snapshot.replayed_segments));
@@ -153,11 +156,12 @@ void PrintSnapshot(const SnapshotComparison& snapshot,
               static_cast<long long>(snapshot.divergences),
               static_cast<long long>(snapshot.events_compared));
   if (const auto& first = snapshot.first_divergence) {
-    std::printf("first divergence at event %lld (entry %lld)\n  recorded: %s\n"
-                "  replayed: %s\n",
-                static_cast<long long>(first->event),
-                static_cast<long long>(first->entry), first->recorded.c_str(),
-                first->model.c_str());
+    std::printf(
+        "first divergence at event %lld (entry %lld)\n  recorded: %s\n"
+        "  replayed: %s\n",
+        static_cast<long long>(first->event),
+        static_cast<long long>(first->entry), first->recorded.c_str(),
+        first->model.c_str());
     for (const std::string& line : first->around)
       std::printf("    %s\n", line.c_str());
   }
@@ -167,7 +171,8 @@ void PrintText(const ReplayFlags& flags, const ReplayOutcome& outcome,
                const ReplayTarget& target) {
   PrintTable(outcome.result.metrics, outcome.description, outcome.min_limit);
   if (outcome.stream_pools) PrintStreamPools(*outcome.stream_pools);
-  if (outcome.snapshot) PrintSnapshot(*outcome.snapshot, outcome.result.metrics);
+  if (outcome.snapshot)
+    PrintSnapshot(*outcome.snapshot, outcome.result.metrics);
   if (flags.offsets) PrintOffsets(outcome.result.allocations);
   if (flags.dump) std::printf("\n%s", target.dump().ToText().c_str());
 }
@@ -181,8 +186,8 @@ struct LoadedInput {
 
 LoadedInput Load(const ReplayFlags& flags, AllocatorSpec& spec) {
   constexpr std::string_view kCommand = "replay";
-  absl::StatusOr<TraceInput> input =
-      ReadTraceInput(flags.trace, {.format = std::nullopt, .device = spec.device});
+  absl::StatusOr<TraceInput> input = ReadTraceInput(
+      flags.trace, {.format = std::nullopt, .device = spec.device});
   if (!input.ok()) Fail(kCommand, kBadInput, input.status().message());
   absl::StatusOr<PreparedTrace> prepared = PreparedTrace::Prepare(input->trace);
   if (!prepared.ok()) {
@@ -194,8 +199,9 @@ LoadedInput Load(const ReplayFlags& flags, AllocatorSpec& spec) {
                         input->pytorch_details->recording.has_segment_events();
   if (flags.verify && !recorded) {
     Fail(kCommand, kBadInput,
-         flags.trace + ": --verify needs a PyTorch snapshot with segment "
-                       "events (segment_alloc, segment_map, ...)");
+         flags.trace +
+             ": --verify needs a PyTorch snapshot with segment "
+             "events (segment_alloc, segment_map, ...)");
   }
   if (recorded && spec.policy == "pytorch") {
     loaded.recording = std::move(input->pytorch_details->recording);
@@ -211,9 +217,9 @@ AllocatorSpec SpecFor(const ReplayFlags& flags) {
   absl::StatusOr<AllocatorSpec> spec = ToAllocatorSpec(flags.allocator);
   if (!spec.ok()) Fail(kCommand, kBadFlags, spec.status().message());
   if (!flags.verify) return *spec;
-  const bool policy_given = std::any_of(
-      flags.allocator.values.begin(), flags.allocator.values.end(),
-      [](const auto& value) { return value.first == "policy"; });
+  const bool policy_given =
+      std::any_of(flags.allocator.values.begin(), flags.allocator.values.end(),
+                  [](const auto& value) { return value.first == "policy"; });
   if (policy_given && spec->policy != "pytorch") {
     Fail(kCommand, kBadFlags,
          "--verify compares the pytorch policy with the recording, not '" +
@@ -233,7 +239,9 @@ ReplayOutcome ReplayInput(const ReplayFlags& flags, const LoadedInput& input,
   if (input.recording) {
     absl::StatusOr<SnapshotReplayResult> replayed = ReplaySnapshot(
         input.trace, *input.recording, config, options, flags.verify);
-    if (!replayed.ok()) Fail(kCommand, kBadInput, flags.trace + ": " + std::string(replayed.status().message()));
+    if (!replayed.ok())
+      Fail(kCommand, kBadInput,
+           flags.trace + ": " + std::string(replayed.status().message()));
     result = std::move(replayed->replay);
     snapshot = std::move(replayed->comparison);
     target = std::move(replayed->target);

@@ -48,13 +48,13 @@ void ReadAllocatorSettings(PickleValue settings, PytorchRecording& recording) {
     // -1 (or SIZE_MAX) means no limit.
     const int64_t bytes = split->AsInt().value_or(-1);
     if (bytes > 0 && bytes < (int64_t{1} << 62)) {
-      entries.push_back(
-          absl::StrFormat("max_split_size_mb:%d", bytes >> 20));
+      entries.push_back(absl::StrFormat("max_split_size_mb:%d", bytes >> 20));
     }
   }
   if (std::optional<PickleValue> gc =
           settings.Find("garbage_collection_threshold")) {
     const double threshold = gc->AsFloat().value_or(0);
+    recording.garbage_collection_threshold = std::max(0.0, threshold);
     if (threshold > 0) {
       entries.push_back(
           absl::StrFormat("garbage_collection_threshold:%g", threshold));

@@ -12,21 +12,23 @@
 #include "tensormem/trace/pickle.h"
 #include "tensormem/trace/trace_io.h"
 #include "trace/pytorch_recording.h"
+#include "trace/pytorch_segments.h"
 #include "trace/stream_index.h"
 
 namespace tensormem {
 namespace {
 
-// A block known by address: its requested size and stream handle.
-struct Block {
-  uint64_t bytes = 0;
-  uint64_t stream = 0;
-};
+using Block = trace_internal::SnapshotBlock;
 
 // One device-trace entry that becomes an event.
 struct Entry {
-  enum class Action { kAlloc, kFree, kOom, kSegment, kOther } action =
-      Action::kOther;
+  enum class Action {
+    kAlloc,
+    kFree,
+    kOom,
+    kSegment,
+    kOther
+  } action = Action::kOther;
   RecordedSegmentEvent::Kind segment = RecordedSegmentEvent::Kind::kAlloc;
   uint64_t address = 0;
   uint64_t bytes = 0;
@@ -52,16 +54,6 @@ class SnapshotReader {
   // An integer field of a dict; `where` names the dict in errors.
   absl::StatusOr<int64_t> IntField(PickleValue dict, std::string_view key,
                                    std::string_view where) const;
-  absl::Status ReadLiveBlocks(PickleValue segments,
-                              std::map<uint64_t, Block>& live,
-                              uint64_t& reserved) const;
-  // The blocks of one segment; live ones go into `live` by address.
-  absl::Status ReadSegmentBlocks(PickleValue segment, const std::string& where,
-                                 std::map<uint64_t, Block>& live) const;
-  // Adds `live_block` at `address` when the block's state is active.
-  absl::Status ReadBlockState(PickleValue block, const std::string& where,
-                              Block live_block, uint64_t address,
-                              std::map<uint64_t, Block>& live) const;
   // The entries of device_traces[device_] that become events.
   absl::Status ReadEntries(PickleValue traces, PytorchImport& result,
                            std::vector<Entry>& entries) const;
@@ -104,86 +96,6 @@ absl::StatusOr<int64_t> SnapshotReader::IntField(PickleValue dict,
   return *number;
 }
 
-// Blocks allocated in the final state of the chosen device, by address.
-absl::Status SnapshotReader::ReadLiveBlocks(PickleValue segments,
-                                            std::map<uint64_t, Block>& live,
-                                            uint64_t& reserved) const {
-  if (segments.kind() != PickleValue::Kind::kList) {
-    return Error("segments", "is not a list");
-  }
-  for (size_t s = 0; s < segments.size(); ++s) {
-    const std::string where = absl::StrFormat("segments[%d]", s);
-    const PickleValue segment = segments[s];
-    if (segment.kind() != PickleValue::Kind::kDict) {
-      return Error(where, "is not a dict");
-    }
-    if (std::optional<PickleValue> device = segment.Find("device")) {
-      if (device->AsInt() != device_) continue;
-    }
-    if (std::optional<PickleValue> size = segment.Find("total_size")) {
-      reserved += static_cast<uint64_t>(std::max<int64_t>(0, size->AsInt().value_or(0)));
-    }
-    TM_RETURN_IF_ERROR(ReadSegmentBlocks(segment, where, live));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SnapshotReader::ReadSegmentBlocks(
-    PickleValue segment, const std::string& where,
-    std::map<uint64_t, Block>& live) const {
-  TM_ASSIGN_OR_RETURN(const int64_t address,
-                      IntField(segment, "address", where));
-  uint64_t stream = 0;
-  if (std::optional<PickleValue> handle = segment.Find("stream")) {
-    stream = static_cast<uint64_t>(handle->AsInt().value_or(0));
-  }
-  std::optional<PickleValue> blocks = segment.Find("blocks");
-  if (!blocks || blocks->kind() != PickleValue::Kind::kList) {
-    return Error(where, "has no list of blocks");
-  }
-  // Blocks are in address order; older snapshots omit their addresses.
-  uint64_t block_address = address;
-  for (size_t b = 0; b < blocks->size(); ++b) {
-    const std::string block_where = absl::StrFormat("%s.blocks[%d]", where, b);
-    const PickleValue block = (*blocks)[b];
-    if (block.kind() != PickleValue::Kind::kDict) {
-      return Error(block_where, "is not a dict");
-    }
-    TM_ASSIGN_OR_RETURN(const int64_t size,
-                        IntField(block, "size", block_where));
-    if (block.Find("address")) {
-      TM_ASSIGN_OR_RETURN(block_address,
-                          IntField(block, "address", block_where));
-    }
-    TM_RETURN_IF_ERROR(ReadBlockState(block, block_where,
-                                      {static_cast<uint64_t>(size), stream},
-                                      block_address, live));
-    block_address += size;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SnapshotReader::ReadBlockState(
-    PickleValue block, const std::string& where, Block live_block,
-    uint64_t address, std::map<uint64_t, Block>& live) const {
-  std::optional<PickleValue> state = block.Find("state");
-  const std::string_view state_name =
-      state ? state->AsString().value_or("") : std::string_view();
-  if (state_name == "inactive") return absl::OkStatus();
-  if (!state_name.starts_with(
-          "active_")) {  // allocated, pending, awaiting free
-    return Error(where, absl::StrFormat("unknown state '%s'",
-                                        absl::string_view(state_name.data(),
-                                                          state_name.size())));
-  }
-  if (block.Find("requested_size")) {
-    TM_ASSIGN_OR_RETURN(live_block.bytes,
-                        IntField(block, "requested_size", where));
-  }
-  live[address] = live_block;
-  return absl::OkStatus();
-}
-
 std::optional<RecordedSegmentEvent::Kind> SegmentKind(std::string_view name) {
   using Kind = RecordedSegmentEvent::Kind;
   if (name == "segment_alloc") return Kind::kAlloc;
@@ -220,12 +132,9 @@ absl::StatusOr<PytorchImport> SnapshotReader::Read(PickleValue root) {
   if (!segments) {
     return Error("top level", "not a PyTorch memory snapshot (no 'segments')");
   }
-  std::map<uint64_t, Block> live;  // address -> block, at the end of the trace
-  uint64_t final_reserved = 0;
-  if (absl::Status status = ReadLiveBlocks(*segments, live, final_reserved);
-      !status.ok()) {
-    return status;
-  }
+  absl::StatusOr<trace_internal::FinalSegments> final =
+      trace_internal::ReadFinalSegments(*segments, device_, source_);
+  if (!final.ok()) return final.status();
   if (root.kind() == PickleValue::Kind::kDict) {
     if (std::optional<PickleValue> settings = root.Find("allocator_settings"))
       trace_internal::ReadAllocatorSettings(*settings, result.recording);
@@ -237,12 +146,13 @@ absl::StatusOr<PytorchImport> SnapshotReader::Read(PickleValue root) {
       return status;
     }
   }
-  const std::map<uint64_t, Block> before = LiveBeforeFirstEntry(live, entries);
+  const std::map<uint64_t, Block> before =
+      LiveBeforeFirstEntry(final->live, entries);
   if (absl::Status status = AppendEvents(before, entries, result);
       !status.ok()) {
     return status;
   }
-  trace_internal::CountReservedBytes(final_reserved, result.recording);
+  trace_internal::CountReservedBytes(final->reserved, result.recording);
   return result;
 }
 
@@ -268,8 +178,7 @@ absl::Status SnapshotReader::ReadEntries(PickleValue traces,
     absl::StatusOr<std::optional<Entry>> entry = ReadEntry(
         device_trace[i], absl::StrFormat("device_traces[%d][%d]", device_, i));
     if (!entry.ok()) return entry.status();
-    if (!entry->has_value() ||
-        (*entry)->action == Entry::Action::kSegment) {
+    if (!entry->has_value() || (*entry)->action == Entry::Action::kSegment) {
       ++result.entries_skipped;  // segment events become no trace event
     }
     if (entry->has_value()) {
@@ -350,9 +259,9 @@ absl::Status SnapshotReader::AppendEvents(
     TraceEvent event;
     event.stream = streams.IndexOf(entry.stream);
     if (entry.action == Entry::Action::kSegment) {
-      recording.segments.push_back(
-          {entry.segment, event.stream, entry.address, entry.bytes,
-           entry.index, result.trace.events.size()});
+      recording.segments.push_back({entry.segment, event.stream, entry.address,
+                                    entry.bytes, entry.index,
+                                    result.trace.events.size()});
       continue;
     }
     if (entry.time_us) {

@@ -98,9 +98,9 @@ class ReplayRun {
         return freed;
       }
       if (options_.observer != nullptr) {
-        options_.observer->AfterEvent(
-            e, step.op == PreparedTrace::Op::kAlloc ? blocks_[step.slot]
-                                                    : nullptr);
+        options_.observer->AfterEvent(e, step.op == PreparedTrace::Op::kAlloc
+                                             ? blocks_[step.slot]
+                                             : nullptr);
       }
       Observe(e);
     }

@@ -37,9 +37,9 @@ std::string Describe(const PreparedTrace::Step& step, uint64_t address,
   std::string text;
   switch (step.op) {
     case PreparedTrace::Op::kAlloc:
-      text = address == 0
-                 ? absl::StrFormat("alloc of %d B failed", step.bytes)
-                 : absl::StrFormat("alloc of %d B at 0x%x", step.bytes, address);
+      text = address == 0 ? absl::StrFormat("alloc of %d B failed", step.bytes)
+                          : absl::StrFormat("alloc of %d B at 0x%x", step.bytes,
+                                            address);
       break;
     case PreparedTrace::Op::kFree:
       text = "free";
@@ -68,6 +68,14 @@ bool SameSegments(std::span<const RecordedSegmentEvent> recorded,
                     });
 }
 
+int64_t ReleasedBytes(std::span<const RecordedSegmentEvent> segments) {
+  int64_t bytes = 0;
+  for (const RecordedSegmentEvent& segment : segments) {
+    if (!segment.Adds()) bytes += static_cast<int64_t>(segment.bytes);
+  }
+  return bytes;
+}
+
 // Up to two chunks on either side of `address` in the region holding it.
 std::vector<std::string> BlocksAround(const MemoryDump& dump,
                                       uint64_t address) {
@@ -82,14 +90,15 @@ std::vector<std::string> BlocksAround(const MemoryDump& dump,
     });
     const ptrdiff_t index = at - chunks.begin();
     const ptrdiff_t first = std::max<ptrdiff_t>(0, index - kSide);
-    const ptrdiff_t last = std::min<ptrdiff_t>(chunks.size(), index + kSide + 1);
+    const ptrdiff_t last =
+        std::min<ptrdiff_t>(chunks.size(), index + kSide + 1);
     for (ptrdiff_t i = first; i < last; ++i) {
       const MemoryDump::Chunk& chunk = chunks[i];
       lines.push_back(absl::StrFormat(
           "0x%x %d B %s", chunk.address, chunk.size,
-          chunk.in_use ? absl::StrFormat("in use (%d requested)",
-                                         chunk.requested_size)
-                       : std::string("free")));
+          chunk.in_use
+              ? absl::StrFormat("in use (%d requested)", chunk.requested_size)
+              : std::string("free")));
     }
   }
   return lines;
@@ -137,19 +146,21 @@ class SnapshotObserver final : public ReplayObserver {
     if (comparison_.first_divergence) return;
     const PreparedTrace::Step& step = trace_.steps()[event];
     comparison_.first_divergence = SnapshotDivergence{
-        static_cast<int64_t>(event), recording_.entries[event],
+        static_cast<int64_t>(event),
+        recording_.entries[event],
         Describe(step, recorded_address, recorded_),
         Describe(step, address, replayed),
         BlocksAround(bfc_.RecordMemoryDump(),
-                     recorded_address != 0 ? recorded_address : address)};
+                     recorded_address != 0 ? recorded_address : address),
+        ReleasedBytes(replayed) - ReleasedBytes(recorded_),
+        address == 0 && recorded_address != 0};
   }
 
  private:
   // The recorded segment events that came before trace event `event`.
   std::span<const RecordedSegmentEvent> RecordedBefore(size_t event) {
     const std::vector<RecordedSegmentEvent>& all = recording_.segments;
-    while (cursor_ < all.size() && all[cursor_].before_event < event)
-      ++cursor_;
+    while (cursor_ < all.size() && all[cursor_].before_event < event) ++cursor_;
     size_t end = cursor_;
     while (end < all.size() && all[end].before_event == event) ++end;
     return std::span(all).subspan(cursor_, end - cursor_);
@@ -165,15 +176,7 @@ class SnapshotObserver final : public ReplayObserver {
   std::span<const RecordedSegmentEvent> recorded_;
 };
 
-}  // namespace
-
-std::string SnapshotPolicyConfig(const PytorchRecording& recording,
-                                 const AllocatorSpec& spec) {
-  if (!spec.config.empty()) return spec.config;
-  return recording.config.value_or("");
-}
-
-absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(
+absl::StatusOr<SnapshotReplayResult> ReplayUnderLimit(
     const PreparedTrace& trace, const PytorchRecording& recording,
     const AllocatorSpec& spec, const ReplayOptions& options, bool verify) {
   if (!recording.has_segment_events()) {
@@ -194,10 +197,9 @@ absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(
   BfcAllocatorOptions bfc_options;
   bfc_options.allow_retry_on_failure = false;
   bfc_options.log_failures = false;
-  TM_ASSIGN_OR_RETURN(
-      BuiltAllocator built,
-      CreateAllocatorOver(built_spec, std::move(owned_upstream),
-                          std::move(bfc_options)));
+  TM_ASSIGN_OR_RETURN(BuiltAllocator built,
+                      CreateAllocatorOver(built_spec, std::move(owned_upstream),
+                                          std::move(bfc_options)));
   SnapshotReplayResult result;
   BfcAllocator* bfc = built.bfc;
   result.target.base = nullptr;
@@ -219,13 +221,78 @@ absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(
   return result;
 }
 
+// The limit bisection: the first divergence says whether the replay
+// released (or failed) before the recording did, so the limit is too low,
+// or after it.
+absl::StatusOr<uint64_t> InferMemoryLimit(const PreparedTrace& trace,
+                                          const PytorchRecording& recording,
+                                          const AllocatorSpec& spec) {
+  // Never below what was reserved; a collection (reserved above the
+  // threshold x the limit) bounds it from above.
+  uint64_t low = recording.peak_reserved_bytes;
+  uint64_t high =
+      static_cast<uint64_t>(static_cast<double>(low) /
+                            recording.garbage_collection_threshold) +
+      1;
+  AllocatorSpec limited = spec;
+  while (low <= high) {
+    limited.memory_limit = low + (high - low) / 2;
+    TM_ASSIGN_OR_RETURN(SnapshotReplayResult tried,
+                        ReplayUnderLimit(trace, recording, limited, {}, true));
+    const std::optional<SnapshotDivergence>& first =
+        tried.comparison.first_divergence;
+    if (!first) return *limited.memory_limit;
+    if (first->released_difference > 0 || first->replay_failed) {
+      low = *limited.memory_limit + 1;
+    } else if (first->released_difference < 0) {
+      high = *limited.memory_limit - 1;
+    } else {
+      break;  // a divergence no limit explains
+    }
+  }
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "no memory limit reproduces the recording's garbage collection (its "
+      "threshold %g); give one with --memory-limit",
+      recording.garbage_collection_threshold));
+}
+
+}  // namespace
+
+std::string SnapshotPolicyConfig(const PytorchRecording& recording,
+                                 const AllocatorSpec& spec) {
+  if (!spec.config.empty()) return spec.config;
+  return recording.config.value_or("");
+}
+
+absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(
+    const PreparedTrace& trace, const PytorchRecording& recording,
+    const AllocatorSpec& spec, const ReplayOptions& options, bool verify) {
+  // Only the recording's own settings say what a limit would change.
+  if (spec.memory_limit || recording.garbage_collection_threshold <= 0 ||
+      SnapshotPolicyConfig(recording, spec) != recording.config) {
+    return ReplayUnderLimit(trace, recording, spec, options, verify);
+  }
+  AllocatorSpec limited = spec;
+  TM_ASSIGN_OR_RETURN(limited.memory_limit,
+                      InferMemoryLimit(trace, recording, spec));
+  TM_ASSIGN_OR_RETURN(
+      SnapshotReplayResult result,
+      ReplayUnderLimit(trace, recording, limited, options, verify));
+  result.comparison.memory_limit_inferred = limited.memory_limit;
+  return result;
+}
+
 nlohmann::json SnapshotComparisonToJson(const SnapshotComparison& comparison) {
   nlohmann::json json = {
       {"config", comparison.config},
       {"recorded_peak_reserved_bytes", comparison.recorded_peak_reserved_bytes},
       {"recorded_segments", comparison.recorded_segments},
       {"segments", comparison.replayed_segments},
-      {"releases_replayed", comparison.releases_replayed}};
+      {"releases_replayed", comparison.releases_replayed},
+      {"memory_limit_inferred",
+       comparison.memory_limit_inferred
+           ? nlohmann::json(*comparison.memory_limit_inferred)
+           : nlohmann::json()}};
   if (!comparison.verified) return json;
   json["events_compared"] = comparison.events_compared;
   json["divergences"] = comparison.divergences;

@@ -267,30 +267,6 @@ TEST(PytorchPolicyTest, ExpandableSegmentsReturnUnmappedPagesOnOutOfMemory) {
   EXPECT_TRUE(InvariantsHold(*bfc));
 }
 
-TEST(PytorchPolicyTest, GarbageCollectionThresholdReleasesCachedSegments) {
-  // Threshold 50 MiB of a 100 MiB limit.
-  auto bfc = Pytorch("garbage_collection_threshold:0.5", 100 * kMiB);
-  void* first = bfc->AllocateRaw(1, 12 * kMiB);
-  bfc->Deallocate(first);
-  void* second = bfc->AllocateRaw(1, 14 * kMiB);  // 12 + 14 <= 50: keeps it
-  ASSERT_NE(second, nullptr);
-  EXPECT_THAT(RegionSizes(*bfc), ElementsAre(12 * kMiB, 14 * kMiB));
-  void* third = bfc->AllocateRaw(1, 30 * kMiB);  // 26 + 30 > 50: releases
-  ASSERT_NE(third, nullptr);
-  EXPECT_EQ(bfc->GetStats()->pool_bytes, 44 * kMiB);
-  EXPECT_EQ(RegionSizes(*bfc).size(), 2u);
-  EXPECT_EQ(bfc->RequestedSize(second), 14 * kMiB);
-
-  // Without the threshold the cached segment stays.
-  auto keeping = Pytorch("", 100 * kMiB);
-  keeping->Deallocate(keeping->AllocateRaw(1, 12 * kMiB));
-  void* p = keeping->AllocateRaw(1, 14 * kMiB);
-  void* q = keeping->AllocateRaw(1, 30 * kMiB);
-  EXPECT_EQ(keeping->GetStats()->pool_bytes, 56 * kMiB);
-  for (void* r : {second, third}) bfc->Deallocate(r);
-  for (void* r : {p, q}) keeping->Deallocate(r);
-}
-
 TEST(PytorchPolicyTest, OutOfMemoryFreesCachedSegmentsRetriesThenFails) {
   auto bfc = Pytorch("", 64 * kMiB);
   void* small = bfc->AllocateRaw(1, 1000);

@@ -43,7 +43,7 @@ struct PolicyEnvironment {
 struct FreeRegion {
   uint64_t start = 0;
   uint64_t bytes = 0;
-  int pool = 0;        // the policy's pool
+  int pool = 0;         // the policy's pool
   int stream_slot = 0;  // streams in order of first use (SeparatesStreams)
   // Requests for the region's pool (any stream) since it became free: how
   // long it sat unused.

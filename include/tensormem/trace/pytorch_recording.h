@@ -50,8 +50,10 @@ struct PytorchRecording {
   // configuration (PYTORCH_CUDA_ALLOC_CONF syntax); unset when the snapshot
   // does not say.
   std::optional<std::string> config;
-  // Whether the settings name expandable segments.
+  // Whether the settings name expandable segments, and their garbage
+  // collection threshold (0: none).
   bool expandable_segments = false;
+  double garbage_collection_threshold = 0;
   // Peak of reserved bytes over the recording, counted from the segment
   // events (0 without them).
   uint64_t peak_reserved_bytes = 0;

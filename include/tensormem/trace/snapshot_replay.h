@@ -10,10 +10,9 @@
 // recording: the segments obtained and returned, and the block's address.
 //
 //   TM_ASSIGN_OR_RETURN(PytorchImport read, ReadPytorchSnapshot("s.pickle"));
-//   TM_ASSIGN_OR_RETURN(PreparedTrace trace, PreparedTrace::Prepare(read.trace));
-//   AllocatorSpec spec;
-//   spec.policy = "pytorch";
-//   TM_ASSIGN_OR_RETURN(SnapshotReplayResult result,
+//   TM_ASSIGN_OR_RETURN(PreparedTrace trace,
+//   PreparedTrace::Prepare(read.trace)); AllocatorSpec spec; spec.policy =
+//   "pytorch"; TM_ASSIGN_OR_RETURN(SnapshotReplayResult result,
 //       ReplaySnapshot(trace, read.recording, spec, {}, /*verify=*/true));
 //   // result.comparison.divergences == 0: every event as recorded.
 #ifndef TENSORMEM_TRACE_SNAPSHOT_REPLAY_H_
@@ -33,13 +32,17 @@
 namespace tensormem {
 
 struct SnapshotDivergence {
-  int64_t event = -1;  // trace event index
-  int64_t entry = -1;  // the device-trace entry (-1: a block live at start)
+  int64_t event = -1;    // trace event index
+  int64_t entry = -1;    // the device-trace entry (-1: a block live at start)
   std::string recorded;  // what the recording did at that event
   std::string model;     // what the replay did
   // The replay's blocks around the recorded address (or the replay's own),
   // one line each: address, size, in use or free.
   std::vector<std::string> around;
+  // Bytes the replay released before the event minus those the recording
+  // released (> 0: the replay released more).
+  int64_t released_difference = 0;
+  bool replay_failed = false;  // an allocation the recording served failed
 };
 
 struct SnapshotComparison {
@@ -48,6 +51,11 @@ struct SnapshotComparison {
   int64_t recorded_segments = 0;  // segment_alloc / segment_map events
   int64_t replayed_segments = 0;  // regions the replay obtained
   int64_t releases_replayed = 0;  // empty_cache()-like releases made
+  // The memory limit the replay ran under when none was given and the
+  // recording depends on one (garbage_collection_threshold acts only under
+  // a memory fraction): a limit under which the recording's releases are
+  // reproduced, found by bisection on the first divergence.
+  std::optional<uint64_t> memory_limit_inferred;
   bool verified = false;
   int64_t events_compared = 0;
   int64_t divergences = 0;  // events where the replay differed
@@ -67,16 +75,19 @@ std::string SnapshotPolicyConfig(const PytorchRecording& recording,
 
 // Replays `trace` (the snapshot's events, as read with `recording`) into a
 // BFC allocator built from `spec` whose regions lie at the recorded segment
-// addresses. Errors: a recording without segment events (nothing to place or
-// compare), a spec that is not one BFC allocator, CreateAllocator's, or the
-// replay's.
+// addresses. Without `spec.memory_limit`, a recording with a garbage
+// collection threshold is first replayed under candidate limits to infer
+// the one it ran under (`memory_limit_inferred`). Errors: a recording without
+// segment events (nothing to place or compare), a spec that is not one BFC
+// allocator, CreateAllocator's, or the replay's.
 absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(
     const PreparedTrace& trace, const PytorchRecording& recording,
     const AllocatorSpec& spec, const ReplayOptions& options, bool verify);
 
 // config, recorded_peak_reserved_bytes, recorded_segments, segments,
-// releases_replayed; with verification events_compared, divergences and
-// first_divergence {event, entry, recorded, model, around}.
+// releases_replayed, memory_limit_inferred (or null); with verification
+// events_compared, divergences and first_divergence {event, entry, recorded,
+// model, around}.
 nlohmann::json SnapshotComparisonToJson(const SnapshotComparison& comparison);
 
 }  // namespace tensormem
