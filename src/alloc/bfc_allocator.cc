@@ -240,6 +240,19 @@ bool BfcAllocator::ReleaseFreeRegions() {
   return core_->ReleaseFreeRegions();
 }
 
+bool BfcAllocator::AddRegion(size_t bytes, size_t request_bytes,
+                             int32_t stream) {
+  std::lock_guard lock(mutex_);
+  return core_->AddRegion(bytes, request_bytes, stream);
+}
+
+void* BfcAllocator::AllocateAt(const void* address, size_t bytes,
+                               int32_t stream) {
+  if (bytes == 0) return nullptr;
+  std::lock_guard lock(mutex_);
+  return core_->AllocateAt(reinterpret_cast<uint64_t>(address), bytes, stream);
+}
+
 void BfcAllocator::SetTimingCounter(SharedCounter* counter) {
   std::lock_guard lock(mutex_);
   core_->SetTimingCounter(counter);

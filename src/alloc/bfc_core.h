@@ -99,6 +99,15 @@ class alignas(64) BfcCore {
   void RecordRejectedRequest(uint64_t bytes, uint64_t alignment,
                              std::string_view reason);
 
+  // bfc_rebuild.cc: a recorded state rebuilt. AddRegion grows the pool that
+  // serves `request_bytes` on `stream` by a region of exactly `bytes`,
+  // serving nothing (false when the limit or the upstream refuses).
+  // AllocateAt serves `bytes` at `address`, inside a free chunk of the pool
+  // that serves it; the chunk is cut before the block, and after it as the
+  // split rule says (nullptr when no such free chunk holds the block).
+  bool AddRegion(uint64_t bytes, uint64_t request_bytes, int32_t stream);
+  void* AllocateAt(uint64_t address, uint64_t bytes, int32_t stream);
+
   // Returns regions without in-use chunks to the upstream, and trailing
   // pieces of coalesced regions that hold nothing in use; false if none.
   bool ReleaseFreeRegions();

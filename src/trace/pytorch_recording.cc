@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,6 +74,29 @@ void ReadAllocatorSettings(PickleValue settings, PytorchRecording& recording) {
       entries.push_back("expandable_segments:True");
   }
   recording.config = absl::StrJoin(entries, ",");
+}
+
+void FindInitialSegments(const std::vector<SnapshotSegment>& final,
+                         StreamIndex& streams, PytorchRecording& recording) {
+  if (recording.expandable_segments) return;
+  std::map<uint64_t, RecordedSegment> present;
+  for (const SnapshotSegment& segment : final) {
+    present[segment.address] = {segment.address, segment.bytes,
+                                streams.IndexOf(segment.stream), segment.small};
+  }
+  constexpr uint64_t kSmallSegment = 2 << 20;  // small-pool segments only
+  for (auto it = recording.segments.rbegin(); it != recording.segments.rend();
+       ++it) {
+    if (it->kind == RecordedSegmentEvent::Kind::kAlloc) {
+      present.erase(it->address);
+    } else if (it->kind == RecordedSegmentEvent::Kind::kFree) {
+      present[it->address] = {it->address, it->bytes, it->stream,
+                              it->bytes == kSmallSegment};
+    }
+  }
+  for (const auto& [address, segment] : present) {
+    recording.initial_segments.push_back(segment);
+  }
 }
 
 void CountReservedBytes(uint64_t final_reserved, PytorchRecording& recording) {

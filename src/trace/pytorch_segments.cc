@@ -103,17 +103,16 @@ absl::Status SegmentsReader::ReadSegment(PickleValue segment,
                           IntField(block, "address", block_where));
     }
     const uint64_t bytes = static_cast<uint64_t>(size);
-    TM_RETURN_IF_ERROR(ReadBlockState(block, block_where,
-                                      {bytes, read.stream, bytes},
-                                      block_address, final));
+    TM_RETURN_IF_ERROR(ReadBlockState(
+        block, block_where, {bytes, read.stream, bytes}, block_address, final));
     block_address += size;
     read.bytes += bytes;
   }
   // total_size, where given, counts what the blocks may not (unmapped pages
   // are no blocks).
   if (std::optional<PickleValue> total = segment.Find("total_size")) {
-    read.bytes = static_cast<uint64_t>(
-        std::max<int64_t>(0, total->AsInt().value_or(0)));
+    read.bytes =
+        static_cast<uint64_t>(std::max<int64_t>(0, total->AsInt().value_or(0)));
   }
   final.reserved += read.bytes;
   final.segments.push_back(read);
@@ -131,8 +130,8 @@ absl::Status SegmentsReader::ReadBlockState(PickleValue block,
   if (state_name == "inactive") return absl::OkStatus();
   // allocated, pending free, awaiting free
   if (!state_name.starts_with("active_")) {
-    return Error(where, absl::StrFormat("unknown state '%s'",
-                                        std::string(state_name)));
+    return Error(
+        where, absl::StrFormat("unknown state '%s'", std::string(state_name)));
   }
   if (block.Find("requested_size")) {
     TM_ASSIGN_OR_RETURN(live_block.bytes,

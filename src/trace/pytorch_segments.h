@@ -28,9 +28,9 @@ struct SnapshotSegment {
 };
 
 struct FinalSegments {
-  std::vector<SnapshotSegment> segments;    // of the chosen device
+  std::vector<SnapshotSegment> segments;   // of the chosen device
   std::map<uint64_t, SnapshotBlock> live;  // blocks in use, by address
-  uint64_t reserved = 0;                    // bytes of those segments
+  uint64_t reserved = 0;                   // bytes of those segments
 };
 
 // Reads the `segments` list for `device` (segments of other devices are

@@ -64,6 +64,7 @@ class SnapshotReader {
   // entry.
   absl::Status AppendEvents(const std::map<uint64_t, Block>& before,
                             const std::vector<Entry>& entries,
+                            trace_internal::StreamIndex& streams,
                             PytorchImport& result) const;
   // The trace event of an allocation, free or failed request.
   absl::Status ToEvent(const Entry& entry,
@@ -148,10 +149,13 @@ absl::StatusOr<PytorchImport> SnapshotReader::Read(PickleValue root) {
   }
   const std::map<uint64_t, Block> before =
       LiveBeforeFirstEntry(final->live, entries);
-  if (absl::Status status = AppendEvents(before, entries, result);
+  trace_internal::StreamIndex streams;
+  if (absl::Status status = AppendEvents(before, entries, streams, result);
       !status.ok()) {
     return status;
   }
+  trace_internal::FindInitialSegments(final->segments, streams,
+                                      result.recording);
   trace_internal::CountReservedBytes(final->reserved, result.recording);
   return result;
 }
@@ -239,8 +243,7 @@ absl::StatusOr<int64_t> SnapshotReader::TimeSinceFirst(
 
 absl::Status SnapshotReader::AppendEvents(
     const std::map<uint64_t, Block>& before, const std::vector<Entry>& entries,
-    PytorchImport& result) const {
-  trace_internal::StreamIndex streams;
+    trace_internal::StreamIndex& streams, PytorchImport& result) const {
   absl::flat_hash_map<uint64_t, uint64_t> ids;  // address -> id of live block
   uint64_t next_id = 0;
   PytorchRecording& recording = result.recording;

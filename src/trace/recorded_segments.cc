@@ -60,7 +60,9 @@ bool RecordedSegmentUpstream::OverlapsLive(uint64_t address,
 
 void* RecordedSegmentUpstream::Alloc(size_t bytes, size_t /*alignment*/,
                                      size_t* bytes_received) {
-  uint64_t address = MatchRecorded(bytes);
+  uint64_t address = std::exchange(placed_next_, 0);
+  if (address == 0 || OverlapsLive(address, bytes))
+    address = MatchRecorded(bytes);
   if (address == 0) {
     address = fresh_;
     fresh_ += RoundUp(bytes, 2 * kMiB);

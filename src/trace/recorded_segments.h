@@ -28,6 +28,9 @@ class RecordedSegmentUpstream final : public SubAllocator {
   // The replay is about to run trace event `event`: recorded segments of
   // earlier events can no longer be matched.
   void BeginEvent(size_t event);
+  // The next region goes at `address` (a segment that existed before the
+  // recording began), unless it overlaps a live one.
+  void PlaceNext(uint64_t address) { placed_next_ = address; }
   // The segments obtained and returned since the last call (kAlloc / kFree,
   // `entry` and `before_event` unset), in order.
   std::vector<RecordedSegmentEvent> TakeLog();
@@ -48,7 +51,8 @@ class RecordedSegmentUpstream final : public SubAllocator {
   size_t next_ = 0;  // first recorded segment event not yet used or passed
   size_t event_ = 0;
   std::map<uint64_t, uint64_t> live_;  // region start -> end
-  uint64_t fresh_ = 0;  // next address of a region the recording lacks
+  uint64_t fresh_ = 0;        // next address of a region the recording lacks
+  uint64_t placed_next_ = 0;  // PlaceNext's address; 0: none
   std::vector<RecordedSegmentEvent> log_;
 };
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "tensormem/core/status_macros.h"
 #include "trace/recorded_segments.h"
+#include "trace/warm_start.h"
 
 namespace tensormem {
 namespace {
@@ -206,6 +207,16 @@ absl::StatusOr<SnapshotReplayResult> ReplayUnderLimit(
   result.target.explain_failure = [bfc] { return bfc->LastFailureReport(); };
   result.target.dump = [bfc] { return bfc->RecordMemoryDump(); };
   result.target.allocator = std::move(built.allocator);
+  if (!recording.initial_segments.empty()) {
+    TM_ASSIGN_OR_RETURN(
+        std::vector<void*> placed,
+        trace_internal::RebuildInitialState(*bfc, upstream, recording, trace));
+    upstream.TakeLog();  // segments that existed before: no events
+    result.target.wrapped.push_back(std::move(result.target.allocator));
+    result.target.allocator =
+        std::make_unique<trace_internal::PrePlacedAllocator>(*bfc,
+                                                             std::move(placed));
+  }
 
   SnapshotComparison& comparison = result.comparison;
   comparison.config = built_spec.config;

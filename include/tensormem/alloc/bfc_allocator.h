@@ -140,6 +140,16 @@ class BfcAllocator final : public Allocator {
   // was nothing to return. Garbage collection does the same.
   bool ReleaseFreeRegions();
 
+  // Rebuilding a recorded state (a replay that starts where a recording
+  // began). AddRegion grows the pool that serves requests of `request_bytes`
+  // on `stream` by a region of exactly `bytes` and serves nothing; false when
+  // the limit or the upstream refuses. AllocateAt serves `bytes` at
+  // `address`, which must lie in a free chunk of the pool that serves it
+  // with room for the rounded request; what follows the block is cut off as
+  // the policy's split rule says. nullptr when it cannot.
+  bool AddRegion(size_t bytes, size_t request_bytes, int32_t stream = 0);
+  void* AllocateAt(const void* address, size_t bytes, int32_t stream = 0);
+
   // Timestamped frees (see SharedCounter). `counter` must outlive the
   // allocator.
   void SetTimingCounter(SharedCounter* counter);

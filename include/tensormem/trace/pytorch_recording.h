@@ -39,8 +39,21 @@ struct RecordedSegmentEvent {
   bool Adds() const { return kind == Kind::kAlloc || kind == Kind::kMap; }
 };
 
+// A segment as the recording knows it (not an event).
+struct RecordedSegment {
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  int32_t stream = 0;
+  bool small = false;  // of the small pool (requests up to 1 MiB)
+};
+
 struct PytorchRecording {
   std::vector<RecordedSegmentEvent> segments;
+  // Segments that existed before the first event (a recording that began
+  // with memory reserved), in address order: the final segments less those
+  // allocated during the recording, plus those freed in it. Not found for
+  // expandable segments (empty).
+  std::vector<RecordedSegment> initial_segments;
   // Per trace event: the block's recorded address (0 for frees and failed
   // requests), and the device-trace entry it came from (-1: a block already
   // live when recording began).
