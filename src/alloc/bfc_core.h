@@ -245,6 +245,11 @@ class alignas(64) BfcCore {
   void NoteFreed(uint64_t address);
   // Returns the free regions the policy picks before the pool grows.
   void ReleaseBeforeGrowth();
+  // A region holding nothing in use, as policies see it.
+  FreeRegion DescribeFree(const BfcRegion& region) const;
+  // `starts` (regions holding nothing in use) in the policy's release order.
+  std::vector<uint64_t> InReleaseOrder(
+      const std::vector<uint64_t>& starts) const;
   // Serves a request from grown_chunk_ (ServesFromNewRegion); nullptr when
   // it does not fit.
   void* ServeGrown(uint64_t bytes, uint64_t rounded, uint64_t alignment,

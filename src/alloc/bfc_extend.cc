@@ -146,17 +146,32 @@ void BfcCore::NoteFreed(uint64_t address) {
     region->freed_at_request = requests_[PolicyPool(region->pool)];
 }
 
+FreeRegion BfcCore::DescribeFree(const BfcRegion& region) const {
+  const int pool = PolicyPool(region.pool);
+  return {region.begin, region.size(), pool,
+          static_cast<int>(region.pool) / pools_per_stream_,
+          requests_.empty() ? 0 : requests_[pool] - region.freed_at_request};
+}
+
 void BfcCore::ReleaseBeforeGrowth() {
   std::vector<FreeRegion> free_regions;
   for (const BfcRegion& region : map_.regions()) {
     const BfcChunk& first = map_.chunk(region.first_chunk);
     if (!first.Mergeable() || first.next != kInvalidChunk) continue;
-    const int pool = PolicyPool(region.pool);
-    free_regions.push_back({region.begin, region.size(), pool,
-                            static_cast<int>(region.pool) / pools_per_stream_,
-                            requests_[pool] - region.freed_at_request});
+    free_regions.push_back(DescribeFree(region));
   }
   DeallocateRegions(policy_->RegionsToRelease(stats_.pool_bytes, free_regions));
+}
+
+std::vector<uint64_t> BfcCore::InReleaseOrder(
+    const std::vector<uint64_t>& starts) const {
+  std::vector<FreeRegion> regions;
+  for (const uint64_t start : starts)
+    regions.push_back(DescribeFree(*map_.RegionContaining(start)));
+  policy_->OrderForRelease(regions);
+  std::vector<uint64_t> ordered;
+  for (const FreeRegion& region : regions) ordered.push_back(region.start);
+  return ordered;
 }
 
 std::vector<uint64_t> BfcCore::FreeRegionStarts() const {
@@ -186,18 +201,22 @@ bool BfcCore::DeallocateFreeRegions(uint64_t rounded) {
     }
   }
   const uint64_t trimmable = TrailingFreePieceBytes();
-  if (total_free + trimmable == 0) return false;
-  // Only worth it when the freed memory plus the headroom can hold the request.
-  const uint64_t headroom = Headroom();
-  if (rounded > headroom + total_free + trimmable) return false;
-  DeallocateRegions(starts);
+  // The engine's garbage collection retries only when freeing can make room
+  // (the freed memory plus the headroom holds the request); a policy that
+  // always releases retries in any case.
+  const bool always = policy_->ReleasesFreeRegionsBeforeFailing();
+  if (!always && (total_free + trimmable == 0 ||
+                  rounded > Headroom() + total_free + trimmable)) {
+    return false;
+  }
+  DeallocateRegions(InReleaseOrder(starts));
   TrimTrailingPieces();
   return true;
 }
 
 bool BfcCore::ReleaseFreeRegions() {
   const std::vector<uint64_t> starts = FreeRegionStarts();
-  DeallocateRegions(starts);
+  DeallocateRegions(InReleaseOrder(starts));
   const uint64_t trimmed = TrimTrailingPieces();
   return !starts.empty() || trimmed > 0;
 }

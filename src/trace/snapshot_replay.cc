@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "tensormem/core/status_macros.h"
 #include "trace/recorded_segments.h"
+#include "trace/snapshot_limit.h"
 #include "trace/warm_start.h"
 
 namespace tensormem {
@@ -177,6 +178,10 @@ class SnapshotObserver final : public ReplayObserver {
   std::span<const RecordedSegmentEvent> recorded_;
 };
 
+}  // namespace
+
+namespace trace_internal {
+
 absl::StatusOr<SnapshotReplayResult> ReplayUnderLimit(
     const PreparedTrace& trace, const PytorchRecording& recording,
     const AllocatorSpec& spec, const ReplayOptions& options, bool verify) {
@@ -232,42 +237,7 @@ absl::StatusOr<SnapshotReplayResult> ReplayUnderLimit(
   return result;
 }
 
-// The limit bisection: the first divergence says whether the replay
-// released (or failed) before the recording did, so the limit is too low,
-// or after it.
-absl::StatusOr<uint64_t> InferMemoryLimit(const PreparedTrace& trace,
-                                          const PytorchRecording& recording,
-                                          const AllocatorSpec& spec) {
-  // Never below what was reserved; a collection (reserved above the
-  // threshold x the limit) bounds it from above.
-  uint64_t low = recording.peak_reserved_bytes;
-  uint64_t high =
-      static_cast<uint64_t>(static_cast<double>(low) /
-                            recording.garbage_collection_threshold) +
-      1;
-  AllocatorSpec limited = spec;
-  while (low <= high) {
-    limited.memory_limit = low + (high - low) / 2;
-    TM_ASSIGN_OR_RETURN(SnapshotReplayResult tried,
-                        ReplayUnderLimit(trace, recording, limited, {}, true));
-    const std::optional<SnapshotDivergence>& first =
-        tried.comparison.first_divergence;
-    if (!first) return *limited.memory_limit;
-    if (first->released_difference > 0 || first->replay_failed) {
-      low = *limited.memory_limit + 1;
-    } else if (first->released_difference < 0) {
-      high = *limited.memory_limit - 1;
-    } else {
-      break;  // a divergence no limit explains
-    }
-  }
-  return absl::FailedPreconditionError(absl::StrFormat(
-      "no memory limit reproduces the recording's garbage collection (its "
-      "threshold %g); give one with --memory-limit",
-      recording.garbage_collection_threshold));
-}
-
-}  // namespace
+}  // namespace trace_internal
 
 std::string SnapshotPolicyConfig(const PytorchRecording& recording,
                                  const AllocatorSpec& spec) {
@@ -278,14 +248,18 @@ std::string SnapshotPolicyConfig(const PytorchRecording& recording,
 absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(
     const PreparedTrace& trace, const PytorchRecording& recording,
     const AllocatorSpec& spec, const ReplayOptions& options, bool verify) {
+  using trace_internal::ReplayUnderLimit;
   // Only the recording's own settings say what a limit would change.
-  if (spec.memory_limit || recording.garbage_collection_threshold <= 0 ||
-      SnapshotPolicyConfig(recording, spec) != recording.config) {
+  if (spec.memory_limit ||
+      SnapshotPolicyConfig(recording, spec) != recording.config ||
+      !trace_internal::DependsOnLimit(trace, recording)) {
     return ReplayUnderLimit(trace, recording, spec, options, verify);
   }
   AllocatorSpec limited = spec;
   TM_ASSIGN_OR_RETURN(limited.memory_limit,
-                      InferMemoryLimit(trace, recording, spec));
+                      trace_internal::InferMemoryLimit(trace, recording, spec));
+  if (!limited.memory_limit)
+    return ReplayUnderLimit(trace, recording, spec, options, verify);
   TM_ASSIGN_OR_RETURN(
       SnapshotReplayResult result,
       ReplayUnderLimit(trace, recording, limited, options, verify));

@@ -137,5 +137,20 @@ TEST(PytorchRulesTest, GarbageCollectionNeedsAMemoryLimit) {
   bfc->Deallocate(b);
 }
 
+TEST(PytorchRulesTest, OutOfMemoryAlwaysReleasesAndRetriesOnce) {
+  auto bfc = Pytorch("", 64 * kMiB);
+  void* kept = bfc->AllocateRaw(1, 40 * kMiB);
+  bfc->Deallocate(bfc->AllocateRaw(1, 12 * kMiB));  // cached
+  // 52 MiB reserved; 26 MiB more does not fit even once the cached 12 MiB
+  // go back, and PyTorch releases them and retries anyway.
+  EXPECT_EQ(bfc->AllocateRaw(1, 26 * kMiB), nullptr);
+  EXPECT_THAT(RegionSizes(*bfc), ElementsAre(40 * kMiB));
+  EXPECT_EQ(bfc->GetStats()->num_alloc_retries, 1);
+  // Nothing cached left: the release frees nothing, the retry still counts.
+  EXPECT_EQ(bfc->AllocateRaw(1, 30 * kMiB), nullptr);
+  EXPECT_EQ(bfc->GetStats()->num_alloc_retries, 2);
+  bfc->Deallocate(kept);
+}
+
 }  // namespace
 }  // namespace tensormem

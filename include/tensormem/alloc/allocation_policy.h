@@ -132,8 +132,14 @@ class AllocationPolicy {
   // coalescing upstream) joins it, so chunks may merge across the seam.
   virtual bool MergesRegions() const { return true; }
   // Whether, before a request fails, regions holding nothing in use are
-  // returned to the upstream and the request retried (garbage collection).
+  // returned to the upstream and the request retried (garbage collection),
+  // always, even when that cannot make room (PyTorch's caching allocator;
+  // the engine's own garbage collection retries only when it can).
   virtual bool ReleasesFreeRegionsBeforeFailing() const { return false; }
+  // The order in which regions holding nothing in use go back when they all
+  // do (ReleaseFreeRegions, the release before failing); address order
+  // unless the policy sorts them.
+  virtual void OrderForRelease(std::vector<FreeRegion>& /*regions*/) const {}
   // Granule (a multiple of 256; 0: never) in which the memory of free chunks
   // inside regions is given back to an upstream that can decommit, when
   // growing would raise the pool's high-water mark; growth then re-backs such

@@ -53,8 +53,9 @@ struct SnapshotComparison {
   int64_t releases_replayed = 0;  // empty_cache()-like releases made
   // The memory limit the replay ran under when none was given and the
   // recording depends on one (garbage_collection_threshold acts only under
-  // a memory fraction): a limit under which the recording's releases are
-  // reproduced, found by bisection on the first divergence.
+  // a memory fraction; out-of-memory retries and failures happen at the
+  // device's capacity): a limit under which the recording's releases and
+  // failures are reproduced, found by bisection on the first divergence.
   std::optional<uint64_t> memory_limit_inferred;
   bool verified = false;
   int64_t events_compared = 0;
@@ -75,9 +76,11 @@ std::string SnapshotPolicyConfig(const PytorchRecording& recording,
 
 // Replays `trace` (the snapshot's events, as read with `recording`) into a
 // BFC allocator built from `spec` whose regions lie at the recorded segment
-// addresses. Without `spec.memory_limit`, a recording with a garbage
-// collection threshold is first replayed under candidate limits to infer
-// the one it ran under (`memory_limit_inferred`). Errors: a recording without
+// addresses. Without `spec.memory_limit`, a recording whose decisions
+// depended on one (a garbage collection threshold, an out-of-memory retry or
+// failure) is first replayed under candidate limits to infer the one it ran
+// under (`memory_limit_inferred`: the one with the fewest divergences when
+// none reproduces every event). Errors: a recording without
 // segment events (nothing to place or compare), a spec that is not one BFC
 // allocator, CreateAllocator's, or the replay's.
 absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(

@@ -152,6 +152,14 @@ class PytorchPolicy final : public AllocationPolicy {
   bool ServesFromNewRegion() const override { return true; }
   bool MergesRegions() const override { return config_.expandable_segments; }
   bool ReleasesFreeRegionsBeforeFailing() const override { return true; }
+  // PyTorch empties the large pool's free blocks, then the small pool's,
+  // each in its order of free blocks (stream, size, address).
+  void OrderForRelease(std::vector<FreeRegion>& regions) const override {
+    std::sort(regions.begin(), regions.end(), [](auto& a, auto& b) {
+      return std::tie(b.pool, a.stream_slot, a.bytes, a.start) <
+             std::tie(a.pool, b.stream_slot, b.bytes, b.start);
+    });
+  }
   // garbage_collection_threshold (pages of expandable segments are never
   // collected: they are unmapped only before an out-of-memory error).
   bool ReleasesBeforeGrowth() const override {
