@@ -2,15 +2,18 @@
 //
 // Every accessor of every reachable value is exercised (within a visit
 // budget: shared and self-referencing containers make the value graph
-// unbounded as a tree), then the same bytes go through ParsePytorchSnapshot.
+// unbounded as a tree), then the same bytes go through ParsePytorchSnapshot
+// and, when they hold segment events, the replay that follows the recording.
 #include <cstdint>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "byte_reader.h"
 #include "fuzz_check.h"
+#include "tensormem/core/units.h"
 #include "tensormem/trace/importers.h"
 #include "tensormem/trace/pickle.h"
+#include "tensormem/trace/snapshot_replay.h"
 
 namespace {
 
@@ -31,6 +34,31 @@ void Visit(const PickleValue& value, int depth, int& budget) {
   }
   (void)value.Find("device_traces");
   (void)value.Find("");
+}
+
+// The snapshot replayed as recorded (segments at their recorded addresses,
+// the state when recording began rebuilt, every event compared): any
+// recording gets a result or an error, never a crash.
+void ReplayAsRecorded(const tensormem::PytorchImport& snapshot) {
+  using namespace tensormem;
+  constexpr size_t kMaxEvents = 4096;  // keeps each input fast
+  if (!snapshot.recording.has_segment_events() ||
+      snapshot.trace.events.size() > kMaxEvents) {
+    return;
+  }
+  absl::StatusOr<PreparedTrace> trace = PreparedTrace::Prepare(snapshot.trace);
+  if (!trace.ok()) return;
+  AllocatorSpec spec;
+  spec.policy = "pytorch";
+  spec.memory_limit = 64 * kGiB;  // no limit inference: one replay per input
+  absl::StatusOr<SnapshotReplayResult> result =
+      ReplaySnapshot(*trace, snapshot.recording, spec, {}, /*verify=*/true);
+  if (!result.ok()) return;
+  FUZZ_CHECK(result->comparison.events_compared ==
+                 static_cast<int64_t>(trace->steps().size()),
+             "verified %lld of %zu events",
+             static_cast<long long>(result->comparison.events_compared),
+             trace->steps().size());
 }
 
 }  // namespace
@@ -59,5 +87,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   FUZZ_CHECK(document.ok(), "snapshot read from a pickle that does not parse");
+  ReplayAsRecorded(*snapshot);
   return 0;
 }

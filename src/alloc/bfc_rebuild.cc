@@ -15,6 +15,11 @@ bool BfcCore::AddRegion(uint64_t bytes, uint64_t request_bytes,
   size_t received = 0;
   void* ptr = upstream_->Alloc(bytes, bfc::kMinAllocationSize, &received);
   if (ptr == nullptr) return false;
+  if (reinterpret_cast<uint64_t>(ptr) % bfc::kMinAllocationSize != 0 ||
+      received % bfc::kMinAllocationSize != 0) {
+    upstream_->Free(ptr, received);  // chunks are whole 256-byte units
+    return false;
+  }
   stats_.pool_bytes += received;
   stats_.peak_pool_bytes = std::max(stats_.peak_pool_bytes, stats_.pool_bytes);
   AddMemory(ptr, received, pool);

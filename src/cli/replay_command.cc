@@ -151,6 +151,9 @@ void PrintSnapshot(const SnapshotComparison& snapshot,
   std::printf("%-22s %lld (replayed %lld)\n", "segments",
               static_cast<long long>(snapshot.recorded_segments),
               static_cast<long long>(snapshot.replayed_segments));
+  std::printf("%-22s %lld (replayed %lld)\n", "alloc retries",
+              static_cast<long long>(snapshot.recorded_alloc_retries),
+              static_cast<long long>(snapshot.replayed_alloc_retries));
   if (!snapshot.verified) return;
   std::printf("%-22s %lld of %lld events\n", "divergences",
               static_cast<long long>(snapshot.divergences),

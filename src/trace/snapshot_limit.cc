@@ -63,6 +63,22 @@ std::pair<uint64_t, uint64_t> LimitBounds(const PreparedTrace& trace,
 
 }  // namespace
 
+int64_t RecordedRetries(const PreparedTrace& trace,
+                        const PytorchRecording& recording) {
+  int64_t retries = std::count_if(
+      trace.steps().begin(), trace.steps().end(), [](const auto& step) {
+        return step.op == PreparedTrace::Op::kRecordedFailure;
+      });
+  if (recording.garbage_collection_threshold > 0) return retries;
+  const auto& segments = recording.segments;
+  for (size_t i = 1; i < segments.size(); ++i) {
+    // The first segment added after a release, for one request.
+    retries += segments[i].Adds() && !segments[i - 1].Adds() &&
+               segments[i - 1].before_event == segments[i].before_event;
+  }
+  return retries;
+}
+
 bool DependsOnLimit(const PreparedTrace& trace,
                     const PytorchRecording& recording) {
   return recording.garbage_collection_threshold > 0 || RecordedFailure(trace) ||

@@ -22,6 +22,13 @@ absl::StatusOr<SnapshotReplayResult> ReplayUnderLimit(
 bool DependsOnLimit(const PreparedTrace& trace,
                     const PytorchRecording& recording);
 
+// Out-of-memory retries the recording shows: a request for which segments
+// were released before one was added (without garbage collection, which
+// releases that way too), and each failed request (PyTorch retries once
+// before it gives up).
+int64_t RecordedRetries(const PreparedTrace& trace,
+                        const PytorchRecording& recording);
+
 // A limit under which the replay reproduces the recording's releases and
 // failures, found by bisection: at the first divergence, a replay that
 // released (or failed) where the recording did not had too little memory,

@@ -234,6 +234,8 @@ absl::StatusOr<SnapshotReplayResult> ReplayUnderLimit(
   with_observer.observer = &observer;
   TM_ASSIGN_OR_RETURN(result.replay,
                       Replay(trace, result.target, with_observer));
+  comparison.recorded_alloc_retries = RecordedRetries(trace, recording);
+  comparison.replayed_alloc_retries = bfc->GetStats()->num_alloc_retries;
   return result;
 }
 
@@ -273,6 +275,8 @@ nlohmann::json SnapshotComparisonToJson(const SnapshotComparison& comparison) {
       {"recorded_peak_reserved_bytes", comparison.recorded_peak_reserved_bytes},
       {"recorded_segments", comparison.recorded_segments},
       {"segments", comparison.replayed_segments},
+      {"recorded_alloc_retries", comparison.recorded_alloc_retries},
+      {"alloc_retries", comparison.replayed_alloc_retries},
       {"releases_replayed", comparison.releases_replayed},
       {"memory_limit_inferred",
        comparison.memory_limit_inferred

@@ -60,6 +60,8 @@ TEST_P(GpuSnapshotTest, ReplaysExactlyAsRecorded) {
   EXPECT_EQ(comparison.config, read->recording.config.value_or(""));
   EXPECT_EQ(result->replay.metrics.peak_pool_bytes,
             comparison.recorded_peak_reserved_bytes);
+  EXPECT_EQ(comparison.replayed_alloc_retries,
+            comparison.recorded_alloc_retries);
   EXPECT_EQ(comparison.replayed_segments, comparison.recorded_segments);
   EXPECT_EQ(comparison.events_compared, result->replay.metrics.events);
   EXPECT_EQ(comparison.divergences, 0)

@@ -51,6 +51,10 @@ struct SnapshotComparison {
   int64_t recorded_segments = 0;  // segment_alloc / segment_map events
   int64_t replayed_segments = 0;  // regions the replay obtained
   int64_t releases_replayed = 0;  // empty_cache()-like releases made
+  // Out-of-memory retries (num_alloc_retries): those the recording shows,
+  // and the replay's.
+  int64_t recorded_alloc_retries = 0;
+  int64_t replayed_alloc_retries = 0;
   // The memory limit the replay ran under when none was given and the
   // recording depends on one (garbage_collection_threshold acts only under
   // a memory fraction; out-of-memory retries and failures happen at the
@@ -88,7 +92,8 @@ absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(
     const AllocatorSpec& spec, const ReplayOptions& options, bool verify);
 
 // config, recorded_peak_reserved_bytes, recorded_segments, segments,
-// releases_replayed, memory_limit_inferred (or null); with verification
+// recorded_alloc_retries, alloc_retries, releases_replayed,
+// memory_limit_inferred (or null); with verification
 // events_compared, divergences and first_divergence {event, entry, recorded,
 // model, around}.
 nlohmann::json SnapshotComparisonToJson(const SnapshotComparison& comparison);
