@@ -137,6 +137,27 @@ TEST(PytorchRulesTest, GarbageCollectionNeedsAMemoryLimit) {
   bfc->Deallocate(b);
 }
 
+TEST(PytorchRulesTest, ReservedActiveAndInactiveSplitCountAsPyTorchCounts) {
+  auto bfc = Pytorch("");
+  void* small = bfc->AllocateRaw(1, 1000);
+  void* large = bfc->AllocateRaw(1, 11 * kMiB);  // its whole 12 MiB segment
+  AllocatorStats stats = *bfc->GetStats();
+  EXPECT_EQ(stats.pool_bytes, 14 * kMiB);              // reserved: segments
+  EXPECT_EQ(stats.bytes_in_use, 1024 + 12 * kMiB);     // active: blocks
+  EXPECT_EQ(stats.bytes_requested, 1000 + 11 * kMiB);  // requested
+  // Inactive split: free blocks of segments that are split, here the rest
+  // of the small segment; an unsplit segment has none.
+  EXPECT_EQ(stats.inactive_split_bytes, 2 * kMiB - 1024);
+  EXPECT_EQ(stats.num_regions, 2);
+  bfc->Deallocate(small);
+  bfc->Deallocate(large);
+  // Whole free segments stay reserved and are not inactive splits.
+  stats = *bfc->GetStats();
+  EXPECT_EQ(stats.pool_bytes, 14 * kMiB);
+  EXPECT_EQ(stats.bytes_in_use, 0u);
+  EXPECT_EQ(stats.inactive_split_bytes, 0u);
+}
+
 TEST(PytorchRulesTest, OutOfMemoryAlwaysReleasesAndRetriesOnce) {
   auto bfc = Pytorch("", 64 * kMiB);
   void* kept = bfc->AllocateRaw(1, 40 * kMiB);
