@@ -75,6 +75,10 @@ void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
     if (void* ptr = FindChunk(bytes, rounded, alignment, freed_before, pool))
       return ptr;
   }
+  if (void* ptr = ReleaseForRequestAndGrow(bytes, rounded, alignment,
+                                           freed_before, pool)) {
+    return ptr;
+  }
   // Returning empty regions may let the upstream hand back one larger region.
   if (DeallocateFreeRegions(rounded)) {
     ++stats_.num_alloc_retries;

@@ -245,6 +245,11 @@ class alignas(64) BfcCore {
   void NoteFreed(uint64_t address);
   // Returns the free regions the policy picks before the pool grows.
   void ReleaseBeforeGrowth();
+  // The policy's release for one request (ReleaseForRequest), then growth
+  // again when the policy says so; nullptr when nothing was served.
+  void* ReleaseForRequestAndGrow(uint64_t bytes, uint64_t rounded,
+                                 uint64_t alignment, uint64_t freed_before,
+                                 int pool);
   // A region holding nothing in use, as policies see it.
   FreeRegion DescribeFree(const BfcRegion& region) const;
   // `starts` (regions holding nothing in use) in the policy's release order.

@@ -163,6 +163,22 @@ void BfcCore::ReleaseBeforeGrowth() {
   DeallocateRegions(policy_->RegionsToRelease(stats_.pool_bytes, free_regions));
 }
 
+void* BfcCore::ReleaseForRequestAndGrow(uint64_t bytes, uint64_t rounded,
+                                        uint64_t alignment,
+                                        uint64_t freed_before, int pool) {
+  std::vector<FreeRegion> free_regions;
+  for (const uint64_t start : FreeRegionStarts()) {
+    const BfcRegion& region = *map_.RegionContaining(start);
+    if (region.pool == static_cast<uint32_t>(pool))
+      free_regions.push_back(DescribeFree(region));
+  }
+  std::vector<uint64_t> release;
+  const bool retry = policy_->ReleaseForRequest(rounded, free_regions, release);
+  DeallocateRegions(release);
+  if (!retry) return nullptr;
+  return GrowAndFind(bytes, rounded, alignment, freed_before, pool);
+}
+
 std::vector<uint64_t> BfcCore::InReleaseOrder(
     const std::vector<uint64_t>& starts) const {
   std::vector<FreeRegion> regions;

@@ -158,6 +158,23 @@ TEST(PytorchRulesTest, ReservedActiveAndInactiveSplitCountAsPyTorchCounts) {
   EXPECT_EQ(stats.inactive_split_bytes, 0u);
 }
 
+TEST(PytorchRulesTest, OutOfMemoryFirstReleasesOversizeBlocksEnough) {
+  auto bfc = Pytorch("max_split_size_mb:128", 400 * kMiB);
+  void* a = bfc->AllocateRaw(1, 150 * kMiB);
+  void* b = bfc->AllocateRaw(1, 200 * kMiB);
+  bfc->Deallocate(a);
+  bfc->Deallocate(b);  // 350 MiB cached in two oversize segments
+  // 60 MiB may not take an oversize block and does not fit beside them:
+  // the smallest oversize segment of at least 128 MiB goes, the other
+  // stays, and this is no retry yet.
+  void* c = bfc->AllocateRaw(1, 60 * kMiB);
+  ASSERT_NE(c, nullptr) << bfc->LastFailureReport();
+  EXPECT_THAT(RegionSizes(*bfc),
+              ::testing::UnorderedElementsAre(200 * kMiB, 60 * kMiB));
+  EXPECT_EQ(bfc->GetStats()->num_alloc_retries, 0);
+  bfc->Deallocate(c);
+}
+
 TEST(PytorchRulesTest, OutOfMemoryAlwaysReleasesAndRetriesOnce) {
   auto bfc = Pytorch("", 64 * kMiB);
   void* kept = bfc->AllocateRaw(1, 40 * kMiB);

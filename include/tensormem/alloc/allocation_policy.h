@@ -136,6 +136,16 @@ class AllocationPolicy {
   // always, even when that cannot make room (PyTorch's caching allocator;
   // the engine's own garbage collection retries only when it can).
   virtual bool ReleasesFreeRegionsBeforeFailing() const { return false; }
+  // When the pool cannot grow for a request of `rounded` bytes, before every
+  // free region goes back: the regions of `free_regions` (those of the
+  // request's pool and stream) to return first, into `release`; true when
+  // growth is then tried again (PyTorch frees oversize blocks enough for the
+  // request this way, with max_split_size_mb set).
+  virtual bool ReleaseForRequest(
+      uint64_t /*rounded*/, const std::vector<FreeRegion>& /*free_regions*/,
+      std::vector<uint64_t>& /*release*/) const {
+    return false;
+  }
   // The order in which regions holding nothing in use go back when they all
   // do (ReleaseFreeRegions, the release before failing); address order
   // unless the policy sorts them.

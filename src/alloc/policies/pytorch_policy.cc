@@ -76,6 +76,32 @@ std::vector<uint64_t> OldestLargeSegments(
   return order;
 }
 
+// PyTorch's release of oversize blocks for one request of `wanted` bytes:
+// the smallest free oversize segment that holds it (lowest address on
+// ties), or else the largest ones down to `max_split` until together they
+// hold it. true when enough went back; what went back stays released.
+bool OversizeSegmentsFor(uint64_t wanted, uint64_t max_split,
+                         std::vector<FreeRegion> regions,
+                         std::vector<uint64_t>& release) {
+  std::sort(regions.begin(), regions.end(), [](auto& a, auto& b) {
+    return std::tie(a.bytes, a.start) < std::tie(b.bytes, b.start);
+  });
+  const auto fit = std::find_if(regions.begin(), regions.end(),
+                                [&](auto& r) { return r.bytes >= wanted; });
+  if (fit != regions.end()) {
+    release.push_back(fit->start);
+    return true;
+  }
+  uint64_t released = 0;
+  for (auto it = regions.rbegin();
+       it != regions.rend() && released < wanted && it->bytes >= max_split;
+       ++it) {
+    release.push_back(it->start);
+    released += it->bytes;
+  }
+  return released >= wanted;
+}
+
 class PytorchPolicy final : public AllocationPolicy {
  public:
   PytorchPolicy(const PolicyEnvironment& environment,
@@ -152,6 +178,13 @@ class PytorchPolicy final : public AllocationPolicy {
   bool ServesFromNewRegion() const override { return true; }
   bool MergesRegions() const override { return config_.expandable_segments; }
   bool ReleasesFreeRegionsBeforeFailing() const override { return true; }
+  bool ReleaseForRequest(uint64_t rounded,
+                         const std::vector<FreeRegion>& free_regions,
+                         std::vector<uint64_t>& release) const override {
+    if (config_.max_split_size == UINT64_MAX) return false;
+    return OversizeSegmentsFor(std::max(rounded, config_.max_split_size),
+                               config_.max_split_size, free_regions, release);
+  }
   // PyTorch empties the large pool's free blocks, then the small pool's,
   // each in its order of free blocks (stream, size, address).
   void OrderForRelease(std::vector<FreeRegion>& regions) const override {
