@@ -149,7 +149,7 @@ record() {  # NAME CONF [ARGS...]
     "$bundle/tools/record_snapshots.py" --name "$name" \
     --out "$out/snapshots/$name.pickle.gz" "$@" &&
     step "5-replay-$name" 60 "$cli" replay "$out/snapshots/$name.pickle.gz" \
-      --policy pytorch ${conf:+--config "$conf"} --json
+      --verify --json  # the pytorch policy, as the snapshot's settings say
 }
 record default ""
 record expandable "expandable_segments:True"

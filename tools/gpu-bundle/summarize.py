@@ -80,9 +80,11 @@ def snapshots(out):
                "settings": recorded.get("settings"),
                "recorded_peak_reserved": recorded.get("peak_reserved_bytes"),
                "recorded_alloc_retries": recorded.get("num_alloc_retries"),
-               "replayed_peak_reserved": replayed.get("peak_pool_bytes")}
+               "replayed_peak_reserved": replayed.get("peak_pool_bytes"),
+               "divergences": (replayed.get("snapshot") or {}).get("divergences")}
         row["exact"] = (row["recorded_peak_reserved"] is not None
-                        and row["recorded_peak_reserved"] == row["replayed_peak_reserved"])
+                        and row["recorded_peak_reserved"] == row["replayed_peak_reserved"]
+                        and row["divergences"] == 0)
         rows.append(row)
     return rows
 
@@ -125,15 +127,15 @@ def main():
         if "error" in row:
             lines.append(f"training {row['model']}: {row['error']}")
         else:
-            lines.append(f"training {row['model']} ({row['rounds']} rounds): parameters "
+            lines.append(f"training {row['model']} ({row.get('rounds', 1)} rounds): parameters "
                          f"{'identical' if row['identical_parameters'] else 'DIFFER'}, peak reserved "
                          f"{row['peak_ratio']:.3f}x PyTorch's (PyTorch {row['pytorch_over_allocated']:.3f}x, "
                          f"tensormem {row['peak_over_allocated']:.3f}x the peak allocated), "
                          f"step time {row['step_ratio']:.3f}x")
     for row in summary["snapshots"]:
         lines.append(f"snapshot {row['name']}: recorded peak reserved "
-                     f"{row['recorded_peak_reserved']}, replayed {row['replayed_peak_reserved']}"
-                     f" ({'exact' if row['exact'] else 'DIFFERS'})")
+                     f"{row['recorded_peak_reserved']}, replayed {row['replayed_peak_reserved']}, "
+                     f"{row['divergences']} divergences ({'exact' if row['exact'] else 'DIFFERS'})")
     probe = summary["plugin_probe"] or {}
     for name, outcome in probe.get("probes", {}).items():
         lines.append(f"with tensormem, {name}: {outcome[:120]}")
