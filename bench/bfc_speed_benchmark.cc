@@ -17,6 +17,7 @@
 // CountedPasses, and prints the operations made: tools/bfc_instructions.py
 // runs it under callgrind, collecting inside CountedPasses only. With --cold
 // the counted pass is the first, from an empty allocator.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -29,6 +30,8 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "bfc_speed_workloads.h"
+#include "bfc_thread_workloads.h"
+#include "tensormem/alloc/bfc_allocator.h"
 #include "tensormem/trace/replay_allocator.h"
 
 namespace tensormem::bench {
@@ -115,29 +118,74 @@ void BM_Threads(benchmark::State& state, std::string policy,
       policy, shards);
   std::vector<void*> blocks(trace.slot_count(), nullptr);
   ReplayPass(trace, allocator, blocks);  // warm, before the timed barrier
+  auto* bfc = dynamic_cast<BfcAllocator*>(&allocator);
+  const FutexMutex::Contention before =
+      bfc != nullptr ? bfc->LockContention() : FutexMutex::Contention{};
   int64_t operations = 0;
   for (auto _ : state) operations += ReplayPass(trace, allocator, blocks);
   state.SetItemsProcessed(operations);
+  if (bfc != nullptr && state.thread_index() == 0) {
+    // Over all threads' operations (each thread made about as many); only
+    // one thread sets a counter, since counters are summed over threads.
+    const FutexMutex::Contention after = bfc->LockContention();
+    const double ops =
+        static_cast<double>(std::max<int64_t>(operations, 1)) * state.threads();
+    state.counters["contended_per_op"] =
+        static_cast<double>(after.contended - before.contended) / ops;
+    state.counters["parked_per_op"] =
+        static_cast<double>(after.parked - before.parked) / ops;
+    state.counters["handoffs_per_op"] =
+        static_cast<double>(after.handoffs - before.handoffs) / ops;
+  }
   if (state.thread_index() == 0) {
     // Counters are summed over threads: only one sets it.
+    const AllocatorStats stats = *allocator.GetStats();
     state.counters["peak_pool_MiB"] =
-        static_cast<double>(allocator.GetStats()->peak_pool_bytes) / kMiB;
+        static_cast<double>(stats.peak_pool_bytes) / kMiB;
   }
+}
+
+// The memory baseline of Threads/: `streams` copies of the workload replayed
+// by one thread, interleaved step by step, into one allocator.
+void BM_Interleaved(benchmark::State& state, std::string policy,
+                    std::string workload) {
+  const PreparedTrace& trace = Workload(workload);
+  std::unique_ptr<Allocator> allocator = MakeSpeedAllocator(policy, kCapacity);
+  std::vector<std::vector<void*>> blocks(
+      state.range(0), std::vector<void*>(trace.slot_count(), nullptr));
+  int64_t operations = 0;
+  for (auto _ : state) operations += InterleavedPass(trace, *allocator, blocks);
+  state.SetItemsProcessed(operations);
+  state.counters["peak_pool_MiB"] =
+      static_cast<double>(allocator->GetStats()->peak_pool_bytes) / kMiB;
+}
+
+// Blocks allocated by one thread and freed by another.
+void BM_ProducerConsumer(benchmark::State& state, std::string policy,
+                         std::string workload) {
+  const PreparedTrace& trace = Workload(workload);
+  std::unique_ptr<Allocator> allocator = MakeSpeedAllocator(policy, kCapacity);
+  int64_t operations = 0;
+  for (auto _ : state)
+    operations += ProducerConsumerPass(trace, *allocator, /*in_flight=*/64);
+  state.SetItemsProcessed(operations);
+  state.counters["peak_pool_MiB"] =
+      static_cast<double>(allocator->GetStats()->peak_pool_bytes) / kMiB;
 }
 
 void RegisterAll() {
   std::vector<std::string> workloads = RealTraceNames();
   workloads.push_back("synthetic");
-  for (const char* policy : {"tf", "tight"}) {
-    for (const std::string& workload : workloads) {
-      benchmark::RegisterBenchmark(
-          ("Replay/" + std::string(policy) + "/" + workload).c_str(), BM_Replay,
-          policy, workload);
-      benchmark::RegisterBenchmark(
-          ("Cold/" + std::string(policy) + "/" + workload).c_str(),
-          BM_ColdReplay, policy, workload);
-    }
+  for (const char* policy : {"tf", "tight", "pytorch"}) {
     for (const char* workload : {"synthetic", "resnet50"}) {
+      benchmark::RegisterBenchmark(
+          absl::StrCat("Interleaved/", policy, "/", workload).c_str(),
+          BM_Interleaved, policy, workload)
+          ->Arg(1)->Arg(2)->Arg(4)->ArgName("streams");
+      benchmark::RegisterBenchmark(
+          absl::StrCat("ProducerConsumer/", policy, "/", workload).c_str(),
+          BM_ProducerConsumer, policy, workload)
+          ->UseRealTime();
       for (int shards : {1, 4}) {
         benchmark::RegisterBenchmark(
             absl::StrCat("Threads/", policy, shards > 1 ? "-sharded" : "", "/",
@@ -149,6 +197,16 @@ void RegisterAll() {
             ->Threads(4)
             ->UseRealTime();
       }
+    }
+  }
+  for (const char* policy : {"tf", "tight"}) {
+    for (const std::string& workload : workloads) {
+      benchmark::RegisterBenchmark(
+          ("Replay/" + std::string(policy) + "/" + workload).c_str(), BM_Replay,
+          policy, workload);
+      benchmark::RegisterBenchmark(
+          ("Cold/" + std::string(policy) + "/" + workload).c_str(),
+          BM_ColdReplay, policy, workload);
     }
   }
 }

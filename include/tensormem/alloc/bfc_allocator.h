@@ -20,7 +20,9 @@
 //   allocator.Deallocate(p);
 //   std::cout << allocator.RecordMemoryDump().ToText();
 //
-// Thread-safe: one mutex guards the state; waits for memory happen outside it.
+// Thread-safe: one mutex guards the state (contended, it serves one thread's
+// batch of calls at a time: futex_mutex.h); waits for memory happen outside
+// it.
 #ifndef TENSORMEM_ALLOC_BFC_ALLOCATOR_H_
 #define TENSORMEM_ALLOC_BFC_ALLOCATOR_H_
 
@@ -155,6 +157,10 @@ class BfcAllocator final : public Allocator {
   void SetTimingCounter(SharedCounter* counter);
   // Chunks freed at counts below `frontier` are safe; never moves backwards.
   void SetSafeFrontier(uint64_t frontier);
+
+  // How often the allocator's lock was found held, slept on and handed
+  // over, since creation (docs/bfc.md, Threads).
+  FutexMutex::Contention LockContention() const { return mutex_.contention(); }
 
   SubAllocator& upstream() { return *upstream_; }
   size_t memory_limit() const { return memory_limit_; }

@@ -1,13 +1,22 @@
 // FutexMutex: a mutex whose uncontended lock and unlock are one inline atomic
-// instruction each.
+// instruction each, and which, contended, lets one thread run a long batch of
+// critical sections before the next thread's turn.
 //
 // std::mutex goes through pthread_mutex_lock/unlock, out-of-line calls that
 // check the mutex type on every use: about 55 instructions per lock and unlock,
-// as much as a quarter of a BFC allocation. Here the uncontended path is a
-// compare-exchange and an exchange; a contended lock sleeps in the kernel
-// (std::atomic::wait, a futex on Linux) instead of spinning, so it costs
-// nothing when threads outnumber cores. Not recursive, not fair.
-// ThreadSanitizer sees its acquire/release atomics.
+// as much as a quarter of a BFC allocation. Contended, the allocator's cost is
+// not the waiting but the moving: each time the lock changes cores, the pool's
+// chunks, free index and counters follow it, cache line by cache line. Two
+// threads that took turns at every operation ran 4 to 8 times slower than one
+// thread alone, whether the waiter slept (woken at every unlock) or spun; a
+// waiter that looked at the lock often slowed the holder by half (docs/bfc.md,
+// Threads). So here a waiter looks rarely (pauses doubling between looks, then
+// sleeps), takes the lock only when it is handed over or plainly free (free at
+// two looks in a row, or at all after kTurnNanos), and the holder keeps the
+// lock across its critical sections until it has unlocked kBatch times with a
+// waiter present, then hands it over: the holder cannot take it back first.
+// Not recursive; fair only across batches. ThreadSanitizer sees the
+// acquire/release atomics; the futex calls only sleep and wake.
 //
 //   FutexMutex mutex;
 //   {
@@ -18,11 +27,19 @@
 #define TENSORMEM_CORE_FUTEX_MUTEX_H_
 
 #include <atomic>
+#include <cstdint>
 
 namespace tensormem {
 
 class FutexMutex {
  public:
+  // Unlocks with a waiter present before the lock is handed over; how long
+  // a waiter waits before it takes any free lock; how often a sleeping
+  // waiter looks on its own.
+  static constexpr int kBatch = 65536;
+  static constexpr int64_t kTurnNanos = 200'000;
+  static constexpr int kPollMicros = 50;
+
   FutexMutex() = default;
   FutexMutex(const FutexMutex&) = delete;
   FutexMutex& operator=(const FutexMutex&) = delete;
@@ -45,26 +62,51 @@ class FutexMutex {
   }
 
   void unlock() {
-    if (state_.exchange(kUnlocked, std::memory_order_release) == kContended)
-      state_.notify_one();
+    if (waiters_.load(std::memory_order_relaxed) != 0 &&
+        ++unlocks_with_waiters_ >= kBatch) {
+      HandToWaiter();
+      return;
+    }
+    state_.store(kUnlocked, std::memory_order_release);
+  }
+
+  // How often lock() found the mutex held, how often a waiter went to sleep,
+  // and how often the lock was handed over; counted only on those slow
+  // paths, so the uncontended path pays nothing.
+  struct Contention {
+    uint64_t contended = 0;
+    uint64_t parked = 0;
+    uint64_t handoffs = 0;
+  };
+  Contention contention() const {
+    return {contended_.load(std::memory_order_relaxed),
+            parked_.load(std::memory_order_relaxed),
+            handoffs_.load(std::memory_order_relaxed)};
   }
 
  private:
   static constexpr int kUnlocked = 0;
   static constexpr int kLocked = 1;
-  // Locked, and a thread may be asleep waiting: unlock must wake one.
-  static constexpr int kContended = 2;
+  // Unlocked for waiters only: lock()'s fast path cannot take it.
+  static constexpr int kHandedOff = 2;
+  // A waiting thread's rounds: a few pauses each (about 0.1 us each here),
+  // a look at the lock every kRoundsPerLook (after a few early ones), and
+  // sleep after kSpinRounds.
+  static constexpr int kPausesPerRound = 64;
+  static constexpr int kRoundsPerLook = 16;
+  static constexpr int kSpinRounds = 4096;
 
-  [[gnu::noinline]] void LockContended() {
-    // Whoever takes the lock from here on marks it contended, since other
-    // sleepers may remain; a spurious wake-up costs one futex call.
-    while (state_.exchange(kContended, std::memory_order_acquire) !=
-           kUnlocked) {
-      state_.wait(kContended, std::memory_order_relaxed);
-    }
-  }
+  [[gnu::noinline]] void LockContended();
+  [[gnu::noinline]] void HandToWaiter();
 
   std::atomic<int> state_{kUnlocked};
+  std::atomic<int> waiters_{0};
+  std::atomic<int> sleepers_{0};  // of the waiters, those asleep
+  int unlocks_with_waiters_ = 0;  // by the holders, under the lock
+  std::atomic<uint64_t> contended_{0};
+  std::atomic<uint64_t> parked_{0};
+  // Waiters watch it instead of the lock: on a line of its own.
+  alignas(64) std::atomic<uint64_t> handoffs_{0};
 };
 
 }  // namespace tensormem
