@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """Thread scaling of the BFC allocator: items/s at 2 and 4 threads over 1.
 
-Runs the Threads/ benchmarks of bench/bfc_speed_benchmark (each thread replays
-its own stream into ONE allocator: shared, or sharded with a shard per thread)
---repetitions times, takes the median items/s (wall time) of each, and prints
-the scaling against the goals (>= 1.6x at 2 threads, >= 1.0x at 4). Meaningful
-only on a machine whose cores are otherwise idle: check the load average it
-prints first.
+Runs the thread benchmarks of bench/bfc_speed_benchmark --repetitions times
+and takes medians: Threads/ (each thread replays its own stream into ONE
+allocator: shared, or sharded with a shard per thread), for every policy;
+Interleaved/ (the same streams replayed by one thread, step by step: the
+memory baseline); ProducerConsumer/ (blocks freed by another thread than the
+one that allocated them). Prints the scaling against the goals (shared tight
+>= 1.6x at 2 threads and >= 1.5x at 4; tf and pytorch >= 0.8x and >= 0.7x;
+sharded as tight), and each threaded run's peak pool over the interleaved
+replay of as many streams. Meaningful only on a machine whose cores are
+otherwise idle: check the load average it prints first.
 
-  tools/bfc_thread_scaling.py                 # tf and tight, shared and sharded
+  tools/bfc_thread_scaling.py                 # every policy, shared and sharded
   tools/bfc_thread_scaling.py --filter 'Threads/tf-sharded' --json
 
 Needs a built benchmark (cmake --build build/default --target
@@ -24,15 +28,24 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOALS = {2: 1.6, 4: 1.0}
+# Items/s at N threads over 1 thread, by the policy's name (sharded: "-sharded").
+GOALS = {"tight": {2: 1.6, 4: 1.5}, "tf": {2: 0.8, 4: 0.7},
+         "pytorch": {2: 0.8, 4: 0.7}, "sharded": {2: 1.6, 4: 1.5}}
+
+
+def goal_for(benchmark, threads):
+    policy = benchmark.split("/")[1]
+    key = "sharded" if policy.endswith("-sharded") else policy
+    return GOALS.get(key, {}).get(threads)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--binary", default=os.path.join(
         REPO, "build/default/bench/bfc_speed_benchmark"))
-    parser.add_argument("--filter", default="Threads/",
-                        help="benchmark name pattern (default: Threads/)")
+    parser.add_argument(
+        "--filter", default="(Threads|Interleaved|ProducerConsumer)/",
+        help="benchmark name pattern (default: every thread benchmark)")
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--min-time", type=float, default=0.5)
     parser.add_argument("--json", action="store_true")
@@ -52,37 +65,61 @@ def main():
     if run.returncode != 0:
         sys.exit(f"{args.binary} failed (exit {run.returncode}):\n"
                  f"{run.stderr[-2000:]}")
-    samples = {}
+    threaded, pools, baseline, mixed = {}, {}, {}, {}
     for bench in json.loads(run.stdout)["benchmarks"]:
         if bench.get("run_type") == "aggregate":
             continue
-        match = re.fullmatch(r"(.*)/real_time/threads:(\d+)", bench["name"])
-        if not match:
-            continue
-        samples.setdefault(match.group(1), {}).setdefault(
-            int(match.group(2)), []).append(bench["items_per_second"])
+        name = bench["name"]
+        if match := re.fullmatch(r"(Threads/.*)/real_time/threads:(\d+)", name):
+            key = (match.group(1), int(match.group(2)))
+            threaded.setdefault(key, []).append(bench["items_per_second"])
+            pools.setdefault(key, []).append(bench["peak_pool_MiB"])
+        elif match := re.fullmatch(r"Interleaved/(.*)/streams:(\d+)", name):
+            baseline.setdefault((match.group(1), int(match.group(2))),
+                                []).append(bench["peak_pool_MiB"])
+        elif match := re.fullmatch(r"ProducerConsumer/(.*)/real_time", name):
+            mixed.setdefault(match.group(1), []).append(
+                (bench["items_per_second"], bench["peak_pool_MiB"]))
     results = []
-    for name, by_threads in samples.items():
-        single = statistics.median(by_threads.get(1, [0])) or None
-        for threads, values in sorted(by_threads.items()):
-            if threads == 1 or single is None:
-                continue
-            scaling = statistics.median(values) / single
-            results.append({"benchmark": name, "threads": threads,
-                            "scaling": scaling,
-                            "goal": GOALS.get(threads),
-                            "met": scaling >= GOALS.get(threads, 0)})
+    for (name, threads), values in sorted(threaded.items()):
+        single = statistics.median(threaded.get((name, 1), [0])) or None
+        if threads == 1 or single is None:
+            continue
+        scaling = statistics.median(values) / single
+        goal = goal_for(name, threads)
+        # The same streams replayed by one thread: policy and workload.
+        _, policy, workload = name.split("/")
+        interleaved = baseline.get((policy.removesuffix("-sharded") + "/" +
+                                    workload, threads))
+        pool_ratio = (statistics.median(pools[(name, threads)]) /
+                      statistics.median(interleaved)) if interleaved else None
+        results.append({"benchmark": name, "threads": threads,
+                        "scaling": scaling, "goal": goal,
+                        "met": goal is not None and scaling >= goal,
+                        "peak_pool_over_one_thread": pool_ratio})
+    producer_consumer = [
+        {"benchmark": name,
+         "items_per_second": statistics.median(v[0] for v in values),
+         "peak_pool_MiB": statistics.median(v[1] for v in values)}
+        for name, values in sorted(mixed.items())]
     if args.json:
         print(json.dumps({"load_average": load, "cores": cores,
-                          "results": results}, indent=2))
+                          "results": results,
+                          "producer_consumer": producer_consumer}, indent=2))
         return
     print(f"load average {load[0]:.2f} on {cores} cores "
           "(the numbers mean something only when it is near 0)")
     for r in results:
         verdict = "met" if r["met"] else "NOT met"
+        pool = r["peak_pool_over_one_thread"]
+        pool_text = f", peak pool {pool:.3f}x one thread's" if pool else ""
         print(f"{r['benchmark']:32} {r['threads']} threads: "
               f"{r['scaling']:5.2f}x of 1 thread (goal >= {r['goal']}x: "
-              f"{verdict})")
+              f"{verdict}){pool_text}")
+    for r in producer_consumer:
+        print(f"ProducerConsumer/{r['benchmark']:24} "
+              f"{r['items_per_second'] / 1e6:6.2f} M items/s, peak pool "
+              f"{r['peak_pool_MiB']:.0f} MiB")
 
 
 if __name__ == "__main__":

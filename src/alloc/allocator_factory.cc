@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "alloc/allocator_spec_internal.h"
 #include "tensormem/alloc/allocator_spec.h"
+#include "tensormem/alloc/budgeted_sub_allocator.h"
 #include "tensormem/alloc/limiting_allocator.h"
 #include "tensormem/alloc/policy_registry.h"
 #include "tensormem/alloc/sharded_allocator.h"
@@ -53,19 +54,28 @@ absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
   return CreateBfcOver(spec, limit, std::move(options), *std::move(upstream));
 }
 
-// `spec.shards` BFC allocators of limit / shards each (at least 256 bytes).
+// `spec.shards` BFC allocators sharing the limit: each may grow to all of it,
+// and their upstreams draw on one budget.
 absl::StatusOr<BuiltAllocator> CreateSharded(
     const AllocatorSpec& spec, const BfcAllocatorOptions& options) {
-  const uint64_t shard_limit = alloc_internal::BfcLimit(spec);
+  const uint64_t limit = alloc_internal::BfcLimit(spec);
+  auto budget = std::make_shared<MemoryBudget>(limit);
   std::vector<std::unique_ptr<BfcAllocator>> shards;
   for (int i = 0; i < spec.shards; ++i) {
-    TM_ASSIGN_OR_RETURN(BuiltAllocator shard,
-                        CreateBfc(spec, shard_limit, options));
+    absl::StatusOr<std::unique_ptr<SubAllocator>> upstream =
+        CreateSubAllocator(spec.sub_allocator,
+                           alloc_internal::SubAllocatorParamsFor(spec, limit));
+    if (!upstream.ok()) return Named("sub_allocator", upstream.status());
+    TM_ASSIGN_OR_RETURN(
+        BuiltAllocator shard,
+        CreateBfcOver(spec, limit, options,
+                      std::make_unique<BudgetedSubAllocator>(
+                          *std::move(upstream), budget)));
     shard.allocator.release();  // owned as `shard.bfc` from here
     shards.emplace_back(shard.bfc);
   }
   TM_ASSIGN_OR_RETURN(std::unique_ptr<ShardedAllocator> sharded,
-                      ShardedAllocator::Create(std::move(shards)));
+                      ShardedAllocator::Create(std::move(shards), limit));
   sharded->SetMisusePolicy(options.misuse_policy, options.misuse_callback);
   BuiltAllocator built;
   built.allocator = std::move(sharded);

@@ -140,7 +140,7 @@ const std::vector<Option>& Table() {
        }},
       {{"shards", "1 to 16",
         "bfc: independent allocators that threads are spread over (throughput "
-        "grows with threads; each holds limit / shards)"},
+        "grows with threads; they share the limit)"},
        [](AllocatorSpec& s, const std::string& v) {
          int shards = 0;
          if (!absl::SimpleAtoi(v, &shards) || shards < 1 || shards > 16)

@@ -22,12 +22,9 @@
 
 namespace tensormem::alloc_internal {
 
-// The limit of one BFC allocator: the whole limit, or a shard's share of it
-// (at least 256 bytes).
+// The limit of one BFC allocator: the whole limit (shards share it).
 inline uint64_t BfcLimit(const AllocatorSpec& spec) {
-  const uint64_t limit = spec.memory_limit.value_or(spec.capacity);
-  if (spec.shards <= 1) return limit;
-  return std::max<uint64_t>(limit / spec.shards / 256 * 256, 256);
+  return spec.memory_limit.value_or(spec.capacity);
 }
 
 inline SubAllocatorParams SubAllocatorParamsFor(const AllocatorSpec& spec,

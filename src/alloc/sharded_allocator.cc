@@ -62,7 +62,7 @@ uint32_t ThreadNumber() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShardedAllocator>> ShardedAllocator::Create(
-    std::vector<std::unique_ptr<BfcAllocator>> shards) {
+    std::vector<std::unique_ptr<BfcAllocator>> shards, uint64_t shared_limit) {
   if (shards.empty())
     return absl::InvalidArgumentError("a sharded allocator needs shards");
   for (const std::unique_ptr<BfcAllocator>& shard : shards) {
@@ -74,12 +74,12 @@ absl::StatusOr<std::unique_ptr<ShardedAllocator>> ShardedAllocator::Create(
     }
   }
   return std::unique_ptr<ShardedAllocator>(
-      new ShardedAllocator(std::move(shards)));
+      new ShardedAllocator(std::move(shards), shared_limit));
 }
 
 ShardedAllocator::ShardedAllocator(
-    std::vector<std::unique_ptr<BfcAllocator>> shards)
-    : shards_(std::move(shards)) {
+    std::vector<std::unique_ptr<BfcAllocator>> shards, uint64_t shared_limit)
+    : shards_(std::move(shards)), shared_limit_(shared_limit) {
   std::sort(shards_.begin(), shards_.end(), [](const auto& a, const auto& b) {
     return a->upstream().BaseAddress() < b->upstream().BaseAddress();
   });
@@ -95,10 +95,24 @@ std::string ShardedAllocator::Name() const {
 
 void* ShardedAllocator::DoAllocate(size_t bytes, size_t alignment,
                                    int32_t stream) {
+  if (void* ptr = TryEveryShard(bytes, alignment, stream)) return ptr;
+  // Free regions held by shards that do not need them now may be what the
+  // shared limit lacks.
+  bool released = false;
+  for (const std::unique_ptr<BfcAllocator>& shard : shards_)
+    released |= shard->ReleaseFreeRegions();
+  return released ? TryEveryShard(bytes, alignment, stream) : nullptr;
+}
+
+void* ShardedAllocator::TryEveryShard(size_t bytes, size_t alignment,
+                                      int32_t stream) {
+  AllocationAttributes attributes;
+  attributes.retry_on_failure = false;
+  attributes.stream = stream;
   const size_t first = ThreadNumber() % shards_.size();
   for (size_t i = 0; i < shards_.size(); ++i) {
     BfcAllocator& shard = *shards_[(first + i) % shards_.size()];
-    if (void* ptr = shard.Allocate(bytes, alignment, stream)) return ptr;
+    if (void* ptr = shard.AllocateRaw(alignment, bytes, attributes)) return ptr;
   }
   return nullptr;
 }
@@ -123,7 +137,7 @@ std::optional<size_t> ShardedAllocator::AllocatedSize(const void* ptr) const {
 
 std::optional<AllocatorStats> ShardedAllocator::GetStats() const {
   AllocatorStats total;
-  total.bytes_limit = 0;
+  total.bytes_limit = shared_limit_;
   for (const std::unique_ptr<BfcAllocator>& shard : shards_) {
     const AllocatorStats stats = *shard->GetStats();
     total.num_allocs += stats.num_allocs;
@@ -131,7 +145,7 @@ std::optional<AllocatorStats> ShardedAllocator::GetStats() const {
     total.peak_bytes_in_use += stats.peak_bytes_in_use;
     total.largest_alloc_size =
         std::max(total.largest_alloc_size, stats.largest_alloc_size);
-    *total.bytes_limit += stats.bytes_limit.value_or(0);
+    if (shared_limit_ == 0) *total.bytes_limit += stats.bytes_limit.value_or(0);
     total.pool_bytes += stats.pool_bytes;
     total.peak_pool_bytes += stats.peak_pool_bytes;
     total.largest_free_block_bytes = std::max(total.largest_free_block_bytes,

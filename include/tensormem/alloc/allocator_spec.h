@@ -57,8 +57,8 @@ struct AllocatorSpec {
   std::optional<bool> coalescing;
   uint64_t granule = 2 * kMiB;  // growth unit of the tight policy
   int device = 0;               // for device sub-allocators
-  // > 1: that many BFC allocators, each with its own upstream and
-  // limit / shards, threads spread over them (sharded_allocator.h).
+  // > 1: that many BFC allocators, each with its own upstream, sharing the
+  // limit, threads spread over them (sharded_allocator.h).
   int shards = 1;
 
   friend bool operator==(const AllocatorSpec&, const AllocatorSpec&) = default;

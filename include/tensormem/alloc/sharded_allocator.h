@@ -8,10 +8,13 @@
 // threads alive at once take different shards while there are enough); a free
 // goes to the shard whose address range holds the pointer (found without a
 // lock: the shards' upstreams reserve disjoint, fixed ranges), so a block may
-// be freed by any thread. The price: memory freed in one shard does not serve
-// another, and each shard gets limit / shards. A request its own shard cannot
-// serve is tried in the others before it fails. Placements within a shard are
-// the shard's policy's.
+// be freed by any thread. Built from a specification (`shards`), the shards
+// share one limit through a MemoryBudget (budgeted_sub_allocator.h): a shard
+// holds what its threads need, and the pools together never pass the limit.
+// The price: memory a shard holds serves only that shard's threads until it
+// is given back. A request its own shard cannot serve is tried in the others,
+// then, after every shard has returned its free regions, once more, before it
+// fails. Placements within a shard are the shard's policy's.
 //
 //   std::vector<std::unique_ptr<BfcAllocator>> shards;
 //   for (int i = 0; i < 2; ++i)
@@ -38,10 +41,14 @@ namespace tensormem {
 
 class ShardedAllocator final : public Allocator {
  public:
-  // Errors: no shards, or a shard whose upstream has no fixed address range
-  // (BaseAddress() is nullptr: host memory comes from anywhere).
+  // `shared_limit`: the limit the shards share (their upstreams draw on one
+  // MemoryBudget of it), reported as bytes_limit; 0: each shard has its own,
+  // and bytes_limit is their sum. Errors: no shards, or a shard whose
+  // upstream has no fixed address range (BaseAddress() is nullptr: host
+  // memory comes from anywhere).
   static absl::StatusOr<std::unique_ptr<ShardedAllocator>> Create(
-      std::vector<std::unique_ptr<BfcAllocator>> shards);
+      std::vector<std::unique_ptr<BfcAllocator>> shards,
+      uint64_t shared_limit = 0);
 
   std::string Name() const override;
 
@@ -58,8 +65,11 @@ class ShardedAllocator final : public Allocator {
   BfcAllocator& shard(int index) { return *shards_[index]; }
 
  private:
-  explicit ShardedAllocator(std::vector<std::unique_ptr<BfcAllocator>> shards);
+  ShardedAllocator(std::vector<std::unique_ptr<BfcAllocator>> shards,
+                   uint64_t shared_limit);
   void* DoAllocate(size_t bytes, size_t alignment, int32_t stream) override;
+  // The calling thread's shard first, then the others; none waits for frees.
+  void* TryEveryShard(size_t bytes, size_t alignment, int32_t stream);
   absl::Status DoDeallocate(void* ptr) override;
   // The shard whose range holds `ptr` (for a pointer in none, the nearest one
   // below it, or the first: it reports the pointer as never handed out).
@@ -71,6 +81,7 @@ class ShardedAllocator final : public Allocator {
 
   std::vector<std::unique_ptr<BfcAllocator>> shards_;  // by base address
   std::vector<uintptr_t> bases_;                       // shards_[i]'s base
+  const uint64_t shared_limit_;
 };
 
 }  // namespace tensormem

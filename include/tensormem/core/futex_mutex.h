@@ -92,9 +92,9 @@ class FutexMutex {
   // A waiting thread's rounds: a few pauses each (about 0.1 us each here),
   // a look at the lock every kRoundsPerLook (after a few early ones), and
   // sleep after kSpinRounds.
-  static constexpr int kPausesPerRound = 64;
-  static constexpr int kRoundsPerLook = 16;
-  static constexpr int kSpinRounds = 4096;
+  static constexpr int kPausesPerRound = 32;
+  static constexpr int kRoundsPerLook = 2;
+  static constexpr int kSpinRounds = 8192;
 
   [[gnu::noinline]] void LockContended();
   [[gnu::noinline]] void HandToWaiter();
