@@ -121,6 +121,18 @@ inline std::unique_ptr<Allocator> MakeSpeedAllocator(const std::string& policy,
   return std::move(built->allocator);
 }
 
+// Frees what `blocks` still holds; returns the frees made.
+inline int64_t FreeAll(Allocator& allocator, std::vector<void*>& blocks) {
+  int64_t frees = 0;
+  for (void*& block : blocks) {
+    if (block == nullptr) continue;
+    allocator.Deallocate(block);
+    block = nullptr;
+    ++frees;
+  }
+  return frees;
+}
+
 // One pass of the replay loop (as TimeReplay's), leaving nothing allocated.
 // Returns the operations made. Not inlined: callgrind collects inside it.
 [[gnu::noinline]] inline int64_t ReplayPass(const PreparedTrace& trace,
@@ -139,13 +151,7 @@ inline std::unique_ptr<Allocator> MakeSpeedAllocator(const std::string& policy,
       ++operations;
     }
   }
-  for (void*& block : blocks) {
-    if (block == nullptr) continue;
-    allocator.Deallocate(block);
-    block = nullptr;
-    ++operations;
-  }
-  return operations;
+  return operations + FreeAll(allocator, blocks);
 }
 
 }  // namespace tensormem::bench

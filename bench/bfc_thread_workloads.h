@@ -34,14 +34,8 @@ inline int64_t InterleavedPass(const PreparedTrace& trace, Allocator& allocator,
       }
     }
   }
-  for (std::vector<void*>& stream : blocks) {
-    for (void*& block : stream) {
-      if (block == nullptr) continue;
-      allocator.Deallocate(block);
-      block = nullptr;
-      ++operations;
-    }
-  }
+  for (std::vector<void*>& stream : blocks)
+    operations += FreeAll(allocator, stream);
   return operations;
 }
 
