@@ -181,7 +181,10 @@ void RegisterAll() {
       benchmark::RegisterBenchmark(
           absl::StrCat("Interleaved/", policy, "/", workload).c_str(),
           BM_Interleaved, policy, workload)
-          ->Arg(1)->Arg(2)->Arg(4)->ArgName("streams");
+          ->Arg(1)
+          ->Arg(2)
+          ->Arg(4)
+          ->ArgName("streams");
       benchmark::RegisterBenchmark(
           absl::StrCat("ProducerConsumer/", policy, "/", workload).c_str(),
           BM_ProducerConsumer, policy, workload)

@@ -59,7 +59,8 @@ inline int64_t ProducerConsumerPass(const PreparedTrace& trace,
         std::this_thread::yield();
         continue;
       }
-      for (; next < available; ++next) allocator.Deallocate(ring[next % in_flight]);
+      for (; next < available; ++next)
+        allocator.Deallocate(ring[next % in_flight]);
       consumed.store(next, std::memory_order_release);
     }
   });

@@ -62,15 +62,13 @@ absl::StatusOr<BuiltAllocator> CreateSharded(
   auto budget = std::make_shared<MemoryBudget>(limit);
   std::vector<std::unique_ptr<BfcAllocator>> shards;
   for (int i = 0; i < spec.shards; ++i) {
-    absl::StatusOr<std::unique_ptr<SubAllocator>> upstream =
-        CreateSubAllocator(spec.sub_allocator,
-                           alloc_internal::SubAllocatorParamsFor(spec, limit));
+    absl::StatusOr<std::unique_ptr<SubAllocator>> upstream = CreateSubAllocator(
+        spec.sub_allocator, alloc_internal::SubAllocatorParamsFor(spec, limit));
     if (!upstream.ok()) return Named("sub_allocator", upstream.status());
-    TM_ASSIGN_OR_RETURN(
-        BuiltAllocator shard,
-        CreateBfcOver(spec, limit, options,
-                      std::make_unique<BudgetedSubAllocator>(
-                          *std::move(upstream), budget)));
+    TM_ASSIGN_OR_RETURN(BuiltAllocator shard,
+                        CreateBfcOver(spec, limit, options,
+                                      std::make_unique<BudgetedSubAllocator>(
+                                          *std::move(upstream), budget)));
     shard.allocator.release();  // owned as `shard.bfc` from here
     shards.emplace_back(shard.bfc);
   }

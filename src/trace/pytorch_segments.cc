@@ -19,13 +19,12 @@ class SegmentsReader {
 
  private:
   absl::Status Error(std::string_view where, std::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: %s: %s", std::string(source_), std::string(where),
-                        std::string(what)));
+    return SnapshotError(source_, where, what);
   }
-  // A non-negative integer field of a dict; `where` names the dict.
   absl::StatusOr<int64_t> IntField(PickleValue dict, std::string_view key,
-                                   std::string_view where) const;
+                                   std::string_view where) const {
+    return NonNegativeIntField(dict, key, where, source_);
+  }
   // The blocks of one segment; live ones go into `final.live`.
   absl::Status ReadSegment(PickleValue segment, const std::string& where,
                            FinalSegments& final) const;
@@ -37,21 +36,6 @@ class SegmentsReader {
   std::string_view source_;
   int device_;
 };
-
-absl::StatusOr<int64_t> SegmentsReader::IntField(PickleValue dict,
-                                                 std::string_view key,
-                                                 std::string_view where) const {
-  std::optional<PickleValue> value = dict.Find(key);
-  if (!value) {
-    return Error(where, absl::StrFormat("missing '%s'", std::string(key)));
-  }
-  std::optional<int64_t> number = value->AsInt();
-  if (!number || *number < 0) {
-    return Error(where, absl::StrFormat("'%s' is not a non-negative integer",
-                                        std::string(key)));
-  }
-  return *number;
-}
 
 absl::StatusOr<FinalSegments> SegmentsReader::Read(PickleValue segments) {
   if (segments.kind() != PickleValue::Kind::kList) {
@@ -147,6 +131,31 @@ absl::StatusOr<FinalSegments> ReadFinalSegments(PickleValue segments,
                                                 int device,
                                                 std::string_view source) {
   return SegmentsReader(source, device).Read(segments);
+}
+
+absl::Status SnapshotError(std::string_view source, std::string_view where,
+                           std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s: %s: %s", std::string(source), std::string(where),
+                      std::string(what)));
+}
+
+absl::StatusOr<int64_t> NonNegativeIntField(PickleValue dict,
+                                            std::string_view key,
+                                            std::string_view where,
+                                            std::string_view source) {
+  std::optional<PickleValue> value = dict.Find(key);
+  if (!value) {
+    return SnapshotError(source, where,
+                         absl::StrFormat("missing '%s'", std::string(key)));
+  }
+  std::optional<int64_t> number = value->AsInt();
+  if (!number || *number < 0) {
+    return SnapshotError(source, where,
+                         absl::StrFormat("'%s' is not a non-negative integer",
+                                         std::string(key)));
+  }
+  return *number;
 }
 
 }  // namespace tensormem::trace_internal

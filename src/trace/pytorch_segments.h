@@ -33,6 +33,15 @@ struct FinalSegments {
   uint64_t reserved = 0;                   // bytes of those segments
 };
 
+// "source: where: what", the form of every error of the snapshot readers.
+absl::Status SnapshotError(std::string_view source, std::string_view where,
+                           std::string_view what);
+// A non-negative integer field of a dict; `where` names the dict in errors.
+absl::StatusOr<int64_t> NonNegativeIntField(PickleValue dict,
+                                            std::string_view key,
+                                            std::string_view where,
+                                            std::string_view source);
+
 // Reads the `segments` list for `device` (segments of other devices are
 // skipped). Errors name the segment and block, prefixed with `source`.
 absl::StatusOr<FinalSegments> ReadFinalSegments(PickleValue segments,

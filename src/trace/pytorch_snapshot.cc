@@ -46,14 +46,12 @@ class SnapshotReader {
 
  private:
   absl::Status Error(std::string_view where, std::string_view what) const {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: %s: %s", absl::string_view(source_.data(), source_.size()),
-        absl::string_view(where.data(), where.size()),
-        absl::string_view(what.data(), what.size())));
+    return trace_internal::SnapshotError(source_, where, what);
   }
-  // An integer field of a dict; `where` names the dict in errors.
   absl::StatusOr<int64_t> IntField(PickleValue dict, std::string_view key,
-                                   std::string_view where) const;
+                                   std::string_view where) const {
+    return trace_internal::NonNegativeIntField(dict, key, where, source_);
+  }
   // The entries of device_traces[device_] that become events.
   absl::Status ReadEntries(PickleValue traces, PytorchImport& result,
                            std::vector<Entry>& entries) const;
@@ -78,24 +76,6 @@ class SnapshotReader {
   std::string_view source_;
   int device_;
 };
-
-absl::StatusOr<int64_t> SnapshotReader::IntField(PickleValue dict,
-                                                 std::string_view key,
-                                                 std::string_view where) const {
-  std::optional<PickleValue> value = dict.Find(key);
-  if (!value) {
-    return Error(where,
-                 absl::StrFormat("missing '%s'",
-                                 absl::string_view(key.data(), key.size())));
-  }
-  std::optional<int64_t> number = value->AsInt();
-  if (!number || *number < 0) {
-    return Error(where,
-                 absl::StrFormat("'%s' is not a non-negative integer",
-                                 absl::string_view(key.data(), key.size())));
-  }
-  return *number;
-}
 
 std::optional<RecordedSegmentEvent::Kind> SegmentKind(std::string_view name) {
   using Kind = RecordedSegmentEvent::Kind;

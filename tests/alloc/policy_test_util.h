@@ -37,6 +37,21 @@ inline std::unique_ptr<BfcAllocator> MakePolicyBfc(
       std::move(upstream), limit, QuietOptions(growth), *std::move(policy));
 }
 
+// The pytorch policy configured by `config` (PYTORCH_CUDA_ALLOC_CONF syntax).
+inline std::unique_ptr<BfcAllocator> Pytorch(std::string_view config = "",
+                                             uint64_t limit = 1 * kGiB,
+                                             bool coalescing = false) {
+  return MakePolicyBfc("pytorch", config, limit, coalescing);
+}
+
+// RoundedSize of a pytorch policy configured by `config`.
+inline uint64_t PytorchRounded(std::string_view config, uint64_t bytes) {
+  absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
+      CreatePolicy("pytorch", {.memory_limit = 16 * kGiB}, config);
+  EXPECT_TRUE(policy.ok()) << policy.status();
+  return policy.ok() ? (*policy)->RoundedSize(bytes).value_or(0) : 0;
+}
+
 // Region sizes in address order.
 inline std::vector<uint64_t> RegionSizes(const BfcAllocator& allocator) {
   std::vector<uint64_t> sizes;

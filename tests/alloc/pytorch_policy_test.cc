@@ -22,19 +22,8 @@ using testing::InvariantsHold;
 using testing::MakePolicyBfc;
 using testing::RegionSizes;
 
-std::unique_ptr<BfcAllocator> Pytorch(std::string_view config = "",
-                                      uint64_t limit = 1 * kGiB,
-                                      bool coalescing = false) {
-  return MakePolicyBfc("pytorch", config, limit, coalescing);
-}
-
-// RoundedSize of a pytorch policy configured by `config`.
-uint64_t Rounded(std::string_view config, uint64_t bytes) {
-  absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
-      CreatePolicy("pytorch", {.memory_limit = 16 * kGiB}, config);
-  EXPECT_TRUE(policy.ok()) << policy.status();
-  return policy.ok() ? (*policy)->RoundedSize(bytes).value_or(0) : 0;
-}
+using testing::Pytorch;
+using testing::PytorchRounded;
 
 TEST(PytorchPolicyTest, SmallRequestGetsA2MiBSegmentAnd1024ByteBlock) {
   auto bfc = Pytorch();
@@ -71,22 +60,23 @@ TEST(PytorchPolicyTest, LargeRequestGetsASegmentRoundedTo2MiB) {
 }
 
 TEST(PytorchPolicyTest, RoundsTo512ByteMultiples) {
-  EXPECT_EQ(Rounded("", 1), 512u);
-  EXPECT_EQ(Rounded("", 512), 512u);
-  EXPECT_EQ(Rounded("", 513), 1024u);
-  EXPECT_EQ(Rounded("", 1000), 1024u);
-  EXPECT_EQ(Rounded("", 9000), 9216u);
-  EXPECT_EQ(Rounded("", 11 * kMiB + 1), 11 * kMiB + 512);
+  EXPECT_EQ(PytorchRounded("", 1), 512u);
+  EXPECT_EQ(PytorchRounded("", 512), 512u);
+  EXPECT_EQ(PytorchRounded("", 513), 1024u);
+  EXPECT_EQ(PytorchRounded("", 1000), 1024u);
+  EXPECT_EQ(PytorchRounded("", 9000), 9216u);
+  EXPECT_EQ(PytorchRounded("", 11 * kMiB + 1), 11 * kMiB + 512);
 }
 
 TEST(PytorchPolicyTest, RoundupPower2DivisionsSingleValue) {
   const char* config = "roundup_power2_divisions:4";
-  EXPECT_EQ(Rounded(config, 9000), 10240u);
-  EXPECT_EQ(Rounded(config, 8192), 8192u);  // powers of two stay
-  EXPECT_EQ(Rounded(config, 2048), 2048u);  // up to 512 x 4: plain rounding
-  EXPECT_EQ(Rounded(config, 2049), 2560u);
-  EXPECT_EQ(Rounded(config, 5 * kMiB), 5 * kMiB);
-  EXPECT_EQ(Rounded(config, 5 * kMiB + 1), 6 * kMiB);
+  EXPECT_EQ(PytorchRounded(config, 9000), 10240u);
+  EXPECT_EQ(PytorchRounded(config, 8192), 8192u);  // powers of two stay
+  EXPECT_EQ(PytorchRounded(config, 2048),
+            2048u);  // up to 512 x 4: plain rounding
+  EXPECT_EQ(PytorchRounded(config, 2049), 2560u);
+  EXPECT_EQ(PytorchRounded(config, 5 * kMiB), 5 * kMiB);
+  EXPECT_EQ(PytorchRounded(config, 5 * kMiB + 1), 6 * kMiB);
   // Through the allocator: the block has the rounded size.
   auto bfc = Pytorch(config);
   void* p = bfc->AllocateRaw(1, 9000);
@@ -98,18 +88,18 @@ TEST(PytorchPolicyTest, RoundupPower2DivisionsSingleValue) {
 TEST(PytorchPolicyTest, RoundupPower2DivisionsPerInterval) {
   const char* config = "roundup_power2_divisions:[256:1,512:2,>:8]";
   // Below 256 MiB the first value (1: plain 512-byte rounding) applies.
-  EXPECT_EQ(Rounded(config, 9000), 9216u);
-  EXPECT_EQ(Rounded(config, 300 * kMiB + 1), 300 * kMiB + 512);
+  EXPECT_EQ(PytorchRounded(config, 9000), 9216u);
+  EXPECT_EQ(PytorchRounded(config, 300 * kMiB + 1), 300 * kMiB + 512);
   // [512 MiB, 1 GiB): halves.
-  EXPECT_EQ(Rounded(config, 600 * kMiB), 768 * kMiB);
+  EXPECT_EQ(PytorchRounded(config, 600 * kMiB), 768 * kMiB);
   // From 1 GiB on: eighths.
-  EXPECT_EQ(Rounded(config, 1 * kGiB + 1), 1152 * kMiB);
-  EXPECT_EQ(Rounded(config, 3 * kGiB + 1), 3 * kGiB + 256 * kMiB);
+  EXPECT_EQ(PytorchRounded(config, 1 * kGiB + 1), 1152 * kMiB);
+  EXPECT_EQ(PytorchRounded(config, 3 * kGiB + 1), 3 * kGiB + 256 * kMiB);
   // Intervals not named after the first value are left without divisions.
   const char* partial = "roundup_power2_divisions:[2:4]";
-  EXPECT_EQ(Rounded(partial, 9000), 10240u);
-  EXPECT_EQ(Rounded(partial, 2 * kMiB + 1), 5 * kMiB / 2);
-  EXPECT_EQ(Rounded(partial, 4 * kMiB + 1), 4 * kMiB + 512);
+  EXPECT_EQ(PytorchRounded(partial, 9000), 10240u);
+  EXPECT_EQ(PytorchRounded(partial, 2 * kMiB + 1), 5 * kMiB / 2);
+  EXPECT_EQ(PytorchRounded(partial, 4 * kMiB + 1), 4 * kMiB + 512);
 }
 
 TEST(PytorchPolicyTest, SmallPoolSplitsRemaindersOf512Bytes) {

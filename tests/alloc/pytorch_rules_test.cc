@@ -21,29 +21,20 @@ using testing::InvariantsHold;
 using testing::MakePolicyBfc;
 using testing::RegionSizes;
 
-std::unique_ptr<BfcAllocator> Pytorch(std::string_view config,
-                                      uint64_t limit = 1 * kGiB,
-                                      bool coalescing = false) {
-  return MakePolicyBfc("pytorch", config, limit, coalescing);
-}
-
-uint64_t Rounded(std::string_view config, uint64_t bytes) {
-  absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
-      CreatePolicy("pytorch", {.memory_limit = 16 * kGiB}, config);
-  EXPECT_TRUE(policy.ok()) << policy.status();
-  return policy.ok() ? (*policy)->RoundedSize(bytes).value_or(0) : 0;
-}
+using testing::Pytorch;
+using testing::PytorchRounded;
 
 TEST(PytorchRulesTest, OneDivisionIsNoDivisionAndSmallSizesKeep512Bytes) {
-  EXPECT_EQ(Rounded("roundup_power2_divisions:1", 9000), 9216u);
+  EXPECT_EQ(PytorchRounded("roundup_power2_divisions:1", 9000), 9216u);
   // Divisions apply only above 512 bytes x divisions.
-  EXPECT_EQ(Rounded("roundup_power2_divisions:4", 1500), 1536u);
-  EXPECT_EQ(Rounded("roundup_power2_divisions:4", 2100), 2560u);
+  EXPECT_EQ(PytorchRounded("roundup_power2_divisions:4", 1500), 1536u);
+  EXPECT_EQ(PytorchRounded("roundup_power2_divisions:4", 2100), 2560u);
   // The interval of a size is floor(log2 size) - 20: 3 MiB is in the
   // [2 MiB, 4 MiB) interval, keyed 2.
-  EXPECT_EQ(Rounded("roundup_power2_divisions:[1:1,2:2,>:1]", 3 * kMiB + 1),
-            4 * kMiB);
-  EXPECT_EQ(Rounded("roundup_power2_divisions:[1:1,2:2,>:1]", kMiB + 1),
+  EXPECT_EQ(
+      PytorchRounded("roundup_power2_divisions:[1:1,2:2,>:1]", 3 * kMiB + 1),
+      4 * kMiB);
+  EXPECT_EQ(PytorchRounded("roundup_power2_divisions:[1:1,2:2,>:1]", kMiB + 1),
             kMiB + 512);
 }
 

@@ -55,7 +55,8 @@ TEST(FutexMutexTest, HandsTheLockToAWaiterOfAHolderThatNeverStops) {
     }
   });
   // The holder is under way before the waiter comes.
-  while (unlocks.load(std::memory_order_relaxed) < 1000) std::this_thread::yield();
+  while (unlocks.load(std::memory_order_relaxed) < 1000)
+    std::this_thread::yield();
   std::thread waiter([&] {
     std::lock_guard lock(mutex);
     waiter_ran = true;
