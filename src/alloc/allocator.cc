@@ -1,5 +1,6 @@
 #include "tensormem/alloc/allocator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -35,6 +36,22 @@ void Allocator::SetMisusePolicy(
     MisusePolicy policy, std::function<void(const absl::Status&)> callback) {
   misuse_policy_ = policy;
   misuse_callback_ = std::move(callback);
+}
+
+void AllocatorStats::AddPool(const AllocatorStats& pool) {
+  num_allocs += pool.num_allocs;
+  bytes_in_use += pool.bytes_in_use;
+  peak_bytes_in_use += pool.peak_bytes_in_use;
+  largest_alloc_size = std::max(largest_alloc_size, pool.largest_alloc_size);
+  pool_bytes += pool.pool_bytes;
+  peak_pool_bytes += pool.peak_pool_bytes;
+  largest_free_block_bytes =
+      std::max(largest_free_block_bytes, pool.largest_free_block_bytes);
+  bytes_requested += pool.bytes_requested;
+  inactive_split_bytes += pool.inactive_split_bytes;
+  num_regions += pool.num_regions;
+  num_ooms += pool.num_ooms;
+  num_alloc_retries += pool.num_alloc_retries;
 }
 
 std::string AllocatorStats::DebugString() const {

@@ -45,13 +45,63 @@ absl::StatusOr<BuiltAllocator> CreateBfcOver(
   return built;
 }
 
-absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
-                                         uint64_t limit,
-                                         BfcAllocatorOptions options) {
+// The sub-allocator the specification names, drawing on `budget` if any.
+absl::StatusOr<std::unique_ptr<SubAllocator>> CreateUpstream(
+    const AllocatorSpec& spec, uint64_t limit,
+    const std::shared_ptr<MemoryBudget>& budget) {
   absl::StatusOr<std::unique_ptr<SubAllocator>> upstream = CreateSubAllocator(
       spec.sub_allocator, alloc_internal::SubAllocatorParamsFor(spec, limit));
   if (!upstream.ok()) return Named("sub_allocator", upstream.status());
-  return CreateBfcOver(spec, limit, std::move(options), *std::move(upstream));
+  if (budget == nullptr) return upstream;
+  return std::make_unique<BudgetedSubAllocator>(*std::move(upstream), budget);
+}
+
+// Whether threads past the first get pools of their own (the policy allows
+// it and each pool can reserve a fixed range).
+bool WantsThreadPools(const AllocatorSpec& spec, uint64_t limit) {
+  if (spec.thread_pools < 2 || spec.shards > 1 ||
+      (spec.sub_allocator != "simulated" && spec.sub_allocator != "vmm")) {
+    return false;
+  }
+  const PolicyEnvironment environment =
+      alloc_internal::PolicyEnvironmentFor(spec, limit, true);
+  absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
+      CreatePolicy(spec.policy, environment, spec.config);
+  return policy.ok() && (*policy)->AllowsThreadPools();
+}
+
+absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
+                                         uint64_t limit,
+                                         BfcAllocatorOptions options) {
+  if (!WantsThreadPools(spec, limit)) {
+    TM_ASSIGN_OR_RETURN(std::unique_ptr<SubAllocator> upstream,
+                        CreateUpstream(spec, limit, nullptr));
+    return CreateBfcOver(spec, limit, std::move(options), std::move(upstream));
+  }
+  // The pools share the limit: every upstream draws on one budget.
+  auto budget = std::make_shared<MemoryBudget>(limit);
+  TM_ASSIGN_OR_RETURN(std::unique_ptr<SubAllocator> upstream,
+                      CreateUpstream(spec, limit, budget));
+  BfcAllocatorOptions pool_options = options;
+  pool_options.allow_retry_on_failure = false;
+  pool_options.log_failures = false;
+  pool_options.name = options.name + "/thread";
+  TM_ASSIGN_OR_RETURN(
+      BuiltAllocator built,
+      CreateBfcOver(spec, limit, std::move(options), std::move(upstream)));
+  built.bfc->EnableThreadPools(
+      spec.thread_pools,
+      [spec, limit, pool_options, budget]() -> std::unique_ptr<BfcAllocator> {
+        absl::StatusOr<std::unique_ptr<SubAllocator>> pool_upstream =
+            CreateUpstream(spec, limit, budget);
+        if (!pool_upstream.ok()) return nullptr;
+        absl::StatusOr<BuiltAllocator> pool =
+            CreateBfcOver(spec, limit, pool_options, *std::move(pool_upstream));
+        if (!pool.ok()) return nullptr;
+        pool->allocator.release();  // owned as `pool->bfc` from here
+        return std::unique_ptr<BfcAllocator>(pool->bfc);
+      });
+  return built;
 }
 
 // `spec.shards` BFC allocators sharing the limit: each may grow to all of it,
@@ -62,13 +112,11 @@ absl::StatusOr<BuiltAllocator> CreateSharded(
   auto budget = std::make_shared<MemoryBudget>(limit);
   std::vector<std::unique_ptr<BfcAllocator>> shards;
   for (int i = 0; i < spec.shards; ++i) {
-    absl::StatusOr<std::unique_ptr<SubAllocator>> upstream = CreateSubAllocator(
-        spec.sub_allocator, alloc_internal::SubAllocatorParamsFor(spec, limit));
-    if (!upstream.ok()) return Named("sub_allocator", upstream.status());
-    TM_ASSIGN_OR_RETURN(BuiltAllocator shard,
-                        CreateBfcOver(spec, limit, options,
-                                      std::make_unique<BudgetedSubAllocator>(
-                                          *std::move(upstream), budget)));
+    TM_ASSIGN_OR_RETURN(std::unique_ptr<SubAllocator> upstream,
+                        CreateUpstream(spec, limit, budget));
+    TM_ASSIGN_OR_RETURN(
+        BuiltAllocator shard,
+        CreateBfcOver(spec, limit, options, std::move(upstream)));
     shard.allocator.release();  // owned as `shard.bfc` from here
     shards.emplace_back(shard.bfc);
   }

@@ -148,6 +148,16 @@ const std::vector<Option>& Table() {
          s.shards = shards;
          return absl::OkStatus();
        }},
+      {{"thread_pools", "1 to 16",
+        "bfc: pools for threads past the first, sharing the limit (tight "
+        "over simulated or vmm; 1: one pool for all threads)"},
+       [](AllocatorSpec& s, const std::string& v) {
+         int pools = 0;
+         if (!absl::SimpleAtoi(v, &pools) || pools < 1 || pools > 16)
+           return Bad("thread_pools", v, "1 to 16");
+         s.thread_pools = pools;
+         return absl::OkStatus();
+       }},
   };
   return *table;
 }
@@ -242,6 +252,10 @@ absl::Status ValidateAllocatorSpec(const AllocatorSpec& spec) {
         "coalescing applies to the simulated sub-allocator only (sub-allocator "
         "'%s' decides it by nature)",
         spec.sub_allocator));
+  }
+  if (spec.thread_pools < 1 || spec.thread_pools > 16) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "thread_pools %d: accepted 1 to 16", spec.thread_pools));
   }
   if (spec.shards < 1 || spec.shards > 16) {
     return absl::InvalidArgumentError(

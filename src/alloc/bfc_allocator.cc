@@ -7,6 +7,7 @@
 
 #include "alloc/bfc_core.h"
 #include "alloc/bfc_core_inline.h"
+#include "alloc/bfc_thread_pools.h"
 #include "tensormem/alloc/bfc_policy.h"
 #include "tensormem/alloc/policy_registry.h"
 #include "tensormem/core/checked_math.h"
@@ -94,6 +95,10 @@ BfcAllocator::~BfcAllocator() = default;
 }
 
 void* BfcAllocator::DoAllocate(size_t bytes, size_t alignment, int32_t stream) {
+  if (pools_ != nullptr) [[unlikely]] {
+    if (BfcAllocator* pool = PoolForThisThread())
+      return AllocateInPool(*pool, bytes, alignment, stream);
+  }
   if (void* ptr = AllocateFromIndex(bytes, alignment, stream)) return ptr;
   AllocationAttributes attributes;
   attributes.stream = stream;
@@ -102,6 +107,10 @@ void* BfcAllocator::DoAllocate(size_t bytes, size_t alignment, int32_t stream) {
 
 void* BfcAllocator::AllocateRaw(size_t alignment, size_t bytes,
                                 const AllocationAttributes& attributes) {
+  if (pools_ != nullptr && attributes.freed_by_func == nullptr) [[unlikely]] {
+    if (BfcAllocator* pool = PoolForThisThread())
+      return AllocateInPool(*pool, bytes, alignment, attributes.stream);
+  }
   if (attributes.freed_by_func == nullptr) {
     if (void* ptr = AllocateFromIndex(bytes, alignment, attributes.stream))
       return ptr;
@@ -151,12 +160,19 @@ void* BfcAllocator::AttemptAllocation(size_t bytes, size_t alignment,
   std::lock_guard lock(mutex_);
   void* ptr =
       core_->Allocate(bytes, alignment, freed_before, attributes.stream);
+  if (ptr == nullptr && pools_ != nullptr && ReleasePoolsFreeRegions()) {
+    // Other threads' pools held the limit in free regions.
+    ptr = core_->Allocate(bytes, alignment, freed_before, attributes.stream);
+  }
   if (ptr == nullptr && log_failure)
     LogFailure(options_.name, core_->last_failure_report());
   return ptr;
 }
 
 bool BfcAllocator::DoFreeIfLive(void* ptr) {
+  if (pools_ != nullptr) [[unlikely]] {
+    if (BfcAllocator* pool = PoolOwning(ptr)) return pool->DoFreeIfLive(ptr);
+  }
   {
     std::lock_guard lock(mutex_);
     if (!core_->FreeIfLive(ptr)) return false;
@@ -168,6 +184,9 @@ bool BfcAllocator::DoFreeIfLive(void* ptr) {
 }
 
 absl::Status BfcAllocator::DoDeallocate(void* ptr) {
+  if (pools_ != nullptr) [[unlikely]] {
+    if (BfcAllocator* pool = PoolOwning(ptr)) return pool->DoDeallocate(ptr);
+  }
   {
     std::lock_guard lock(mutex_);
     // Misuse changes nothing; only then is a Status built (under the same
@@ -179,13 +198,30 @@ absl::Status BfcAllocator::DoDeallocate(void* ptr) {
 }
 
 std::optional<AllocatorStats> BfcAllocator::GetStats() const {
-  std::lock_guard lock(mutex_);
-  return core_->Stats();
+  AllocatorStats stats;
+  {
+    std::lock_guard lock(mutex_);
+    stats = core_->Stats();
+  }
+  if (pools_ != nullptr) {
+    for (int i = 1; i < pools_->max_pools; ++i) {
+      if (const BfcAllocator* pool = pools_->pools[i].load())
+        stats.AddPool(*pool->GetStats());
+    }
+  }
+  return stats;
 }
 
 bool BfcAllocator::ClearStats() {
-  std::lock_guard lock(mutex_);
-  core_->ClearStats();
+  {
+    std::lock_guard lock(mutex_);
+    core_->ClearStats();
+  }
+  if (pools_ != nullptr) {
+    for (int i = 1; i < pools_->max_pools; ++i) {
+      if (BfcAllocator* pool = pools_->pools[i].load()) pool->ClearStats();
+    }
+  }
   return true;
 }
 
@@ -195,6 +231,10 @@ double BfcAllocator::Fragmentation() const {
 }
 
 std::optional<size_t> BfcAllocator::RequestedSize(const void* ptr) const {
+  if (pools_ != nullptr) {
+    if (const BfcAllocator* pool = PoolOwning(ptr))
+      return pool->RequestedSize(ptr);
+  }
   std::lock_guard lock(mutex_);
   const internal::BfcChunk* chunk = core_->FindLiveChunk(ptr);
   if (chunk == nullptr) return std::nullopt;
@@ -202,6 +242,10 @@ std::optional<size_t> BfcAllocator::RequestedSize(const void* ptr) const {
 }
 
 std::optional<size_t> BfcAllocator::AllocatedSize(const void* ptr) const {
+  if (pools_ != nullptr) {
+    if (const BfcAllocator* pool = PoolOwning(ptr))
+      return pool->AllocatedSize(ptr);
+  }
   std::lock_guard lock(mutex_);
   const internal::BfcChunk* chunk = core_->FindLiveChunk(ptr);
   if (chunk == nullptr) return std::nullopt;
@@ -209,6 +253,10 @@ std::optional<size_t> BfcAllocator::AllocatedSize(const void* ptr) const {
 }
 
 std::optional<int64_t> BfcAllocator::AllocationId(const void* ptr) const {
+  if (pools_ != nullptr) {
+    if (const BfcAllocator* pool = PoolOwning(ptr))
+      return pool->AllocationId(ptr);
+  }
   std::lock_guard lock(mutex_);
   const internal::BfcChunk* chunk = core_->FindLiveChunk(ptr);
   if (chunk == nullptr) return std::nullopt;
@@ -231,13 +279,22 @@ std::string BfcAllocator::LastFailureReport() const {
 }
 
 absl::Status BfcAllocator::CheckInvariants() const {
+  if (pools_ != nullptr) {
+    for (int i = 1; i < pools_->max_pools; ++i) {
+      if (const BfcAllocator* pool = pools_->pools[i].load()) {
+        if (absl::Status status = pool->CheckInvariants(); !status.ok())
+          return status;
+      }
+    }
+  }
   std::lock_guard lock(mutex_);
   return core_->CheckInvariants();
 }
 
 bool BfcAllocator::ReleaseFreeRegions() {
+  bool released = pools_ != nullptr && ReleasePoolsFreeRegions();
   std::lock_guard lock(mutex_);
-  return core_->ReleaseFreeRegions();
+  return core_->ReleaseFreeRegions() || released;
 }
 
 bool BfcAllocator::AddRegion(size_t bytes, size_t request_bytes,
@@ -254,6 +311,8 @@ void* BfcAllocator::AllocateAt(const void* address, size_t bytes,
 }
 
 void BfcAllocator::SetTimingCounter(SharedCounter* counter) {
+  // Timestamped frees are this pool's: threads without a pool get none.
+  if (pools_ != nullptr) pools_->closed = true;
   std::lock_guard lock(mutex_);
   core_->SetTimingCounter(counter);
 }

@@ -42,18 +42,23 @@ void FutexWakeOne(std::atomic<int>* word) {
 
 void FutexMutex::LockContended() {
   contended_.fetch_add(1, std::memory_order_relaxed);
-  waiters_.fetch_add(1, std::memory_order_relaxed);
-  const int64_t since = NowNanos();
   // Hand-offs made before this thread came are not for it: it may be the
-  // holder that made the last one.
-  uint64_t handoffs_seen = handoffs_.load(std::memory_order_relaxed);
+  // holder that made the last one. Read before counting in as a waiter (both
+  // sequentially consistent, as the holder's reading of the count and its
+  // hand-off are): a holder that saw this waiter hands off after this read,
+  // so the hand-off counts for it.
+  uint64_t handoffs_seen = handoffs_.load(std::memory_order_seq_cst);
+  waiters_.fetch_add(1, std::memory_order_seq_cst);
+  const int64_t since = NowNanos();
+  bool long_enough = false;
   int unlocked_looks = 0;
   bool parked = false;
   for (int round = 1;; ++round) {
     // A hand-off: the counter sits on a line of its own that the holder
     // writes only then, so watching it costs the holder nothing.
-    const uint64_t handoffs = handoffs_.load(std::memory_order_relaxed);
-    if (handoffs != handoffs_seen) {
+    const uint64_t handoffs = handoffs_.load(std::memory_order_acquire);
+    if (handoffs != handoffs_seen ||
+        (long_enough && state_.load(std::memory_order_relaxed) == kHandedOff)) {
       int expected = kHandedOff;
       if (state_.compare_exchange_strong(expected, kLocked,
                                          std::memory_order_acquire,
@@ -72,7 +77,7 @@ void FutexMutex::LockContended() {
                                : round % kRoundsPerLook == 0 || parked) {
       int state = state_.load(std::memory_order_relaxed);
       unlocked_looks = state == kUnlocked ? unlocked_looks + 1 : 0;
-      const bool long_enough = NowNanos() - since >= kTurnNanos;
+      long_enough = long_enough || NowNanos() - since >= kTurnNanos;
       if (state == kUnlocked && (unlocked_looks >= 2 || long_enough) &&
           state_.compare_exchange_strong(state, kLocked,
                                          std::memory_order_acquire,
@@ -100,7 +105,7 @@ void FutexMutex::LockContended() {
 void FutexMutex::HandToWaiter() {
   unlocks_with_waiters_ = 0;
   state_.store(kHandedOff, std::memory_order_release);
-  handoffs_.fetch_add(1, std::memory_order_release);
+  handoffs_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_relaxed) != 0) FutexWakeOne(&state_);
 }
 

@@ -1,6 +1,8 @@
 // The shards of a sharded allocator share one limit (budgeted_sub_allocator.h).
 #include <memory>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tensormem/alloc/allocator_spec.h"
@@ -114,6 +116,102 @@ TEST(SharedLimitTest, AnotherShardsFreeRegionsServeARequest) {
     if (other != nullptr) allocator.Deallocate(other);
   });
   EXPECT_EQ(allocator.GetStats()->bytes_in_use, 0u);
+}
+
+BuiltAllocator TightWithThreadPools(uint64_t limit) {
+  AllocatorSpec spec;
+  spec.capacity = 4 * kGiB;
+  spec.memory_limit = limit;
+  EXPECT_EQ(spec.policy, "tight");
+  EXPECT_GT(spec.thread_pools, 1);  // the default
+  BfcAllocatorOptions options;
+  options.allow_retry_on_failure = false;
+  options.log_failures = false;
+  absl::StatusOr<BuiltAllocator> built = CreateAllocator(spec, options);
+  EXPECT_TRUE(built.ok()) << built.status();
+  return *std::move(built);
+}
+
+// The first thread keeps the allocator's own pool; another thread gets a
+// pool of its own, whose blocks any thread may free; statistics cover both.
+TEST(ThreadPoolsTest, ASecondThreadGetsAPoolOfItsOwn) {
+  BuiltAllocator built = TightWithThreadPools(1 * kGiB);
+  BfcAllocator& bfc = *built.bfc;
+  void* first = bfc.Allocate(1 * kMiB);
+  ASSERT_NE(first, nullptr);
+  void* other = nullptr;
+  OnAnotherThread([&] { other = bfc.Allocate(3 * kMiB); });
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(bfc.num_thread_pools(), 1);
+  EXPECT_EQ(bfc.AllocatedSize(other), 3 * kMiB);
+  EXPECT_EQ(bfc.RequestedSize(first), 1 * kMiB);
+  const AllocatorStats both = *bfc.GetStats();
+  EXPECT_EQ(both.bytes_in_use, 4 * kMiB);
+  EXPECT_EQ(both.num_allocs, 2);
+  EXPECT_TRUE(bfc.CheckInvariants().ok());
+  // Freed here, by the first thread: it goes to the other thread's pool.
+  EXPECT_TRUE(bfc.CheckedDeallocate(other).ok());
+  EXPECT_FALSE(bfc.CheckedDeallocate(other).ok());  // twice: refused
+  EXPECT_EQ(bfc.GetStats()->bytes_in_use, 1 * kMiB);
+  bfc.Deallocate(first);
+  EXPECT_TRUE(bfc.CheckInvariants().ok());
+}
+
+// The pools share the limit: what one thread holds, another cannot have
+// until it is freed and its regions given back.
+TEST(ThreadPoolsTest, PoolsShareTheLimit) {
+  constexpr uint64_t kLimit = 64 * kMiB;
+  BuiltAllocator built = TightWithThreadPools(kLimit);
+  Allocator& allocator = *built.allocator;
+  void* big = allocator.Allocate(48 * kMiB);
+  ASSERT_NE(big, nullptr);
+  OnAnotherThread([&] {
+    EXPECT_EQ(allocator.Allocate(32 * kMiB), nullptr);
+    EXPECT_LE(allocator.GetStats()->pool_bytes, kLimit);
+  });
+  allocator.Deallocate(big);
+  OnAnotherThread([&] {
+    void* now = allocator.Allocate(56 * kMiB);
+    EXPECT_NE(now, nullptr);
+    EXPECT_LE(allocator.GetStats()->pool_bytes, kLimit);
+    allocator.Deallocate(now);
+  });
+}
+
+// Four threads allocating and freeing each other's blocks: nothing handed
+// out twice, every pool's invariants hold.
+TEST(ThreadPoolsTest, ThreadsFreeEachOthersBlocks) {
+  BuiltAllocator built = TightWithThreadPools(1 * kGiB);
+  BfcAllocator& bfc = *built.bfc;
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 2000;
+  std::vector<std::vector<void*>> handed(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRounds; ++i) {
+        void* p = bfc.Allocate(256 * (1 + (i * 7 + t) % 64));
+        ASSERT_NE(p, nullptr);
+        handed[t].push_back(p);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  std::set<void*> distinct;
+  for (const auto& list : handed) distinct.insert(list.begin(), list.end());
+  EXPECT_EQ(distinct.size(), size_t{kThreads} * kRounds);
+  EXPECT_GE(bfc.num_thread_pools(), 1);
+  threads.clear();
+  for (int t = 0; t < kThreads; ++t) {
+    // Each thread frees the next one's blocks.
+    threads.emplace_back([&, t] {
+      for (void* p : handed[(t + 1) % kThreads])
+        EXPECT_TRUE(bfc.CheckedDeallocate(p).ok());
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(bfc.GetStats()->bytes_in_use, 0u);
+  EXPECT_TRUE(bfc.CheckInvariants().ok());
 }
 
 }  // namespace

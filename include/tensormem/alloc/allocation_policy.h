@@ -156,6 +156,10 @@ class AllocationPolicy {
   // a range when that costs less than extending the last region. The pool
   // then follows live bytes instead of keeping every hole it ever had.
   virtual uint64_t DecommitGranule() const { return 0; }
+  // Whether threads past the first may get pools of their own
+  // (BfcAllocator::EnableThreadPools): placements are then the policy's
+  // within each thread's pool, not across them.
+  virtual bool AllowsThreadPools() const { return false; }
   // Whether free regions may be returned before the pool grows
   // (RegionsToRelease); the engine then tracks how long each sat unused.
   virtual bool ReleasesBeforeGrowth() const { return false; }

@@ -60,6 +60,10 @@ struct AllocatorSpec {
   // > 1: that many BFC allocators, each with its own upstream, sharing the
   // limit, threads spread over them (sharded_allocator.h).
   int shards = 1;
+  // > 1: threads past the first get BFC pools of their own, sharing the
+  // limit, up to this many pools in all (policies that allow it, over the
+  // simulated or vmm sub-allocator; BfcAllocator::EnableThreadPools).
+  int thread_pools = 4;
 
   friend bool operator==(const AllocatorSpec&, const AllocatorSpec&) = default;
 };

@@ -27,6 +27,10 @@ struct AllocatorStats {
   int64_t num_ooms = 0;
   int64_t num_alloc_retries = 0;
 
+  // Adds another pool's counts and sizes (peaks: the sum of the peaks, an
+  // upper bound; largest sizes: the larger); bytes_limit is the caller's.
+  void AddPool(const AllocatorStats& pool);
+
   // One "Name: value" line per field, sizes human-readable.
   std::string DebugString() const;
 };

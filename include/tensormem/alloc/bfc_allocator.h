@@ -22,7 +22,9 @@
 //
 // Thread-safe: one mutex guards the state (contended, it serves one thread's
 // batch of calls at a time: futex_mutex.h); waits for memory happen outside
-// it.
+// it. With thread pools (EnableThreadPools; the specification's thread_pools,
+// for policies that allow them) threads other than the first allocate from
+// pools of their own that share the limit, so throughput grows with threads.
 #ifndef TENSORMEM_ALLOC_BFC_ALLOCATOR_H_
 #define TENSORMEM_ALLOC_BFC_ALLOCATOR_H_
 
@@ -158,6 +160,26 @@ class BfcAllocator final : public Allocator {
   // Chunks freed at counts below `frontier` are safe; never moves backwards.
   void SetSafeFrontier(uint64_t frontier);
 
+  // Thread pools: from the second thread on, threads other than the first
+  // allocate from pools of their own (thread number % (max_pools - 1)), up to
+  // `max_pools` in all with this one (which serves the first thread), each
+  // made by `make_pool` when first needed. A free goes to the pool whose
+  // address range holds the pointer, from any thread. A request its pool
+  // cannot serve tries this pool and the others, then again after every pool
+  // has returned its free regions, then fails as this allocator fails.
+  // `make_pool` builds an allocator (no retries) over an upstream with a
+  // fixed address range of its own; the pools share this allocator's limit
+  // when their upstreams draw on one MemoryBudget with this one's
+  // (budgeted_sub_allocator.h). Statistics, invariants and ReleaseFreeRegions
+  // cover every pool; dumps, RenderOccupancy and Fragmentation this pool.
+  // Nothing happens under a policy that does not allow thread pools
+  // (AllocationPolicy::AllowsThreadPools) or over an upstream without a fixed
+  // range. Call before a second thread uses the allocator; after
+  // SetTimingCounter, threads without a pool get none.
+  void EnableThreadPools(
+      int max_pools, std::function<std::unique_ptr<BfcAllocator>()> make_pool);
+  int num_thread_pools() const;  // made so far, this one excluded
+
   // How often the allocator's lock was found held, slept on and handed
   // over, since creation (docs/bfc.md, Threads).
   FutexMutex::Contention LockContention() const { return mutex_.contention(); }
@@ -187,6 +209,17 @@ class BfcAllocator final : public Allocator {
                Options options, std::unique_ptr<AllocationPolicy> policy,
                std::unique_ptr<BfcFreeIndex> free_index);
 
+  // Thread pools (bfc_thread_pools.cc). The calling thread's pool, or
+  // nullptr when this allocator serves it.
+  struct ThreadPools;
+  BfcAllocator* PoolForThisThread();
+  // The pool whose range holds `ptr`; nullptr when it is this one's.
+  BfcAllocator* PoolOwning(const void* ptr) const;
+  void* AllocateInPool(BfcAllocator& pool, size_t bytes, size_t alignment,
+                       int32_t stream);
+  // Every other pool's free regions back to the upstream; whether any went.
+  bool ReleasePoolsFreeRegions();
+
   const Options options_;
   const size_t memory_limit_;
   const std::unique_ptr<SubAllocator> upstream_;
@@ -199,6 +232,8 @@ class BfcAllocator final : public Allocator {
   alignas(kCacheLineBytes) mutable FutexMutex mutex_;
   const std::unique_ptr<internal::BfcCore> core_;  // guarded by mutex_
   alignas(kCacheLineBytes) AllocationRetrier retrier_;
+  std::unique_ptr<ThreadPools>
+      pools_;  // set before threads share the allocator
 };
 
 }  // namespace tensormem

@@ -62,7 +62,7 @@ class FutexMutex {
   }
 
   void unlock() {
-    if (waiters_.load(std::memory_order_relaxed) != 0 &&
+    if (waiters_.load(std::memory_order_seq_cst) != 0 &&
         ++unlocks_with_waiters_ >= kBatch) {
       HandToWaiter();
       return;

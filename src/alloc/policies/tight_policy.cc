@@ -48,6 +48,10 @@ class TightPolicy final : public AllocationPolicy {
   // (squeezenet training ended at 1.21x peak live, 1.04x with this rule).
   uint64_t TailKeptFromRequestsBelow() const override { return 256 * kKiB; }
 
+  // One pool under one lock serves two threads no faster than one
+  // (docs/bfc.md, Threads).
+  bool AllowsThreadPools() const override { return true; }
+
   std::optional<InlineDecisions> Inline() const override {
     return InlineDecisions{.split_tail_bytes = 1, .split_at_double = false};
   }
