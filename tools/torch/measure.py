@@ -10,6 +10,11 @@ default time / tensormem time, from the best (smallest) median of each side:
 above 1.0 tensormem is faster. With the plug-in the worker also reports
 tensormem's peak pool (bytes held from the system) and peak live bytes.
 
+`--baseline KEY=VALUE[,KEY=VALUE...]` adds a third side, the plug-in enabled with
+those options (e.g. an older default, `sub_allocator=host`), run in the same rounds
+between the other two, so a before/after comparison shares the machine's state; its
+figures are the row's `baseline_*` keys.
+
 Example:
   tools/torch/measure.py --models resnet18,mobilenet_v2 --workloads infer_b1,train_b8 --json
 """
@@ -32,9 +37,9 @@ def run_worker(args):
     import workloads
 
     torch.set_num_threads(args.threads)
-    if args.allocator == "tensormem":
+    if args.allocator != "default":
         import tensormem.torch as tensormem_torch
-        tensormem_torch.enable()
+        tensormem_torch.enable(**json.loads(args.options))
     mode, batch = WORKLOADS[args.workload]
     resolution = (models.training_resolution(args.model) if mode == "train"
                   else models.default_resolution(args.model))
@@ -52,7 +57,7 @@ def run_worker(args):
               "page_faults_per_step": faults // args.steps,
               "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
               "resolution": resolution, "batch": batch}
-    if args.allocator == "tensormem":
+    if args.allocator != "default":
         stats = tensormem_torch.stats()
         result.update(peak_pool_bytes=stats["peak_pool_bytes"],
                       peak_live_bytes=stats["peak_live_bytes"],
@@ -61,13 +66,41 @@ def run_worker(args):
     return 0
 
 
+def parse_options(text):
+    """`key=value,...` as enable()'s keyword arguments: true/false are booleans."""
+    options = {}
+    for item in [i for i in text.split(",") if i]:
+        key, equals, value = item.partition("=")
+        if not equals or not key:
+            raise ValueError(f"--baseline: '{item}' is not KEY=VALUE")
+        booleans = {"true": True, "false": False}
+        options[key] = booleans.get(value.lower(), value)
+    return options
+
+
+def baseline_figures(runs, default_seconds):
+    best = min(r["median_seconds"] for r in runs)
+    return {
+        "baseline_seconds": best,
+        "baseline_speed_ratio": default_seconds / best,
+        "baseline_peak_rss_bytes": max(r["peak_rss_bytes"] for r in runs),
+        "baseline_page_faults_per_step": min(r["page_faults_per_step"] for r in runs),
+        "baseline_peak_pool_bytes": runs[0]["peak_pool_bytes"],
+        "baseline_peak_live_bytes": runs[0]["peak_live_bytes"],
+        "baseline_pool_over_live": runs[0]["peak_pool_bytes"] / max(runs[0]["peak_live_bytes"], 1),
+    }
+
+
 def measure(model, workload, args):
-    runs = {"default": [], "tensormem": []}
+    sides = {"default": "{}", "tensormem": "{}"}
+    if args.baseline is not None:
+        sides["baseline"] = json.dumps(parse_options(args.baseline))
+    runs = {side: [] for side in sides}
     for _ in range(args.rounds):
-        for allocator in ("default", "tensormem"):
+        for allocator, options in sides.items():
             command = [sys.executable, os.path.abspath(__file__), "--worker", model, workload,
                        allocator, "--steps", str(args.steps), "--warmup", str(args.warmup),
-                       "--threads", str(args.threads)]
+                       "--threads", str(args.threads), "--options", options]
             result = subprocess.run(command, env=child_environment(), capture_output=True,
                                     text=True, check=False)
             if result.returncode != 0:
@@ -75,7 +108,7 @@ def measure(model, workload, args):
             runs[allocator].append(json.loads(result.stdout.strip().splitlines()[-1]))
     best = {side: min(r["median_seconds"] for r in runs[side]) for side in runs}
     tensormem = runs["tensormem"][0]
-    return {
+    row = {
         "model": model, "workload": workload, "batch": tensormem["batch"],
         "resolution": tensormem["resolution"],
         "default_seconds": best["default"], "tensormem_seconds": best["tensormem"],
@@ -89,6 +122,10 @@ def measure(model, workload, args):
         "peak_live_bytes": tensormem["peak_live_bytes"],
         "pool_over_live": tensormem["peak_pool_bytes"] / max(tensormem["peak_live_bytes"], 1),
     }
+    if "baseline" in runs:
+        row["baseline_options"] = args.baseline
+        row.update(baseline_figures(runs["baseline"], best["default"]))
+    return row
 
 
 def main(argv=None):
@@ -102,12 +139,20 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps first")
     parser.add_argument("--rounds", type=int, default=2, help="workers per allocator")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--baseline", metavar="KEY=VALUE,...",
+                        help="a third side: the plug-in with these enable() options")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--options", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         args.model, args.workload, args.allocator = args.worker
         return run_worker(args)
+    if args.baseline is not None:
+        try:
+            parse_options(args.baseline)
+        except ValueError as error:
+            parser.error(str(error))
 
     rows = []
     for model in [m for m in args.models.split(",") if m]:
@@ -129,9 +174,18 @@ def main(argv=None):
                   f"  faults/step {row['default_page_faults_per_step']} / "
                   f"{row['tensormem_page_faults_per_step']}",
                   file=sys.stderr if args.json else sys.stdout, flush=True)
+            if "baseline_options" in row:
+                print(f"{'':24} {'baseline':9} {args.baseline}: "
+                      f"{row['baseline_seconds'] * 1e3:9.1f} ms"
+                      f"  ratio {row['baseline_speed_ratio']:5.2f}x"
+                      f"  RSS {row['baseline_peak_rss_bytes'] / mib:7.0f} MiB"
+                      f"  pool/live {row['baseline_pool_over_live']:5.2f}"
+                      f"  faults/step {row['baseline_page_faults_per_step']}",
+                      file=sys.stderr if args.json else sys.stdout, flush=True)
     if args.json:
         print(json.dumps({"threads": args.threads, "steps": args.steps,
-                          "warmup": args.warmup, "rounds": args.rounds, "results": rows}))
+                          "warmup": args.warmup, "rounds": args.rounds,
+                          "baseline": args.baseline, "results": rows}))
     return 0
 
 
