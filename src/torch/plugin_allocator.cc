@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tensormem/alloc/memory_dump.h"
+#include "tensormem/core/checked_math.h"
 #include "tensormem/core/units.h"
 
 namespace tensormem {
@@ -13,6 +14,10 @@ absl::StatusOr<std::unique_ptr<PluginAllocator>> PluginAllocator::Create(
     const PluginOptions& options) {
   AllocatorSpec spec = options.allocator;
   spec.memory_limit = ResolvedMemoryLimit(options);
+  if (spec.capacity == 0) {  // twice the limit, unless that overflows
+    spec.capacity = CheckedMul(*spec.memory_limit, uint64_t{2})
+                        .value_or(*spec.memory_limit);
+  }
   BfcAllocator::Options bfc_options;
   bfc_options.name = "tensormem_torch";
   // PyTorch's own CPU allocator fails at once; waiting for frees from other

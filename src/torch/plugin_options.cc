@@ -106,7 +106,7 @@ absl::StatusOr<std::string> OptionText(const std::string& key,
 
 AllocatorSpec DefaultPluginSpec() {
   AllocatorSpec spec;
-  spec.sub_allocator = "host";
+  spec.sub_allocator = "vmm";
   spec.capacity = 0;
   return spec;
 }

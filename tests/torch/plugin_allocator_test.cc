@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tensormem/core/units.h"
@@ -32,7 +33,7 @@ TEST(PluginOptionsTest, DefaultsWithoutEnvironment) {
       OptionsFromEnvironment(GetenvFrom({}));
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_FALSE(options->allocator.memory_limit.has_value());
-  EXPECT_EQ(options->allocator.sub_allocator, "host");
+  EXPECT_EQ(options->allocator.sub_allocator, "vmm");
   EXPECT_EQ(options->allocator.policy, "tight");
   EXPECT_TRUE(options->allocator.growth);
   EXPECT_FALSE(options->allocator.garbage_collection);
@@ -203,18 +204,72 @@ TEST(PluginAllocatorTest, UnwritableTraceIsAnErrorNamingThePath) {
             std::string::npos);
 }
 
-TEST(PluginAllocatorTest, VmmUpstreamServesBlocks) {
+TEST(PluginAllocatorTest, HostUpstreamServesBlocks) {
   PluginOptions options;
   options.allocator.memory_limit = 256 * kMiB;
-  options.allocator.sub_allocator = "vmm";
+  options.allocator.sub_allocator = "host";
   absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
       PluginAllocator::Create(options);
   ASSERT_TRUE(allocator.ok()) << allocator.status();
   void* block = (*allocator)->Allocate(10 * kMiB);
   ASSERT_NE(block, nullptr);
-  static_cast<char*>(block)[10 * kMiB - 1] = 1;  // committed memory, writable
+  static_cast<char*>(block)[10 * kMiB - 1] = 1;  // real memory, writable
   (*allocator)->Free(block);
-  EXPECT_EQ((*allocator)->StatsJson()["sub_allocator"], "vmm");
+  EXPECT_EQ((*allocator)->StatsJson()["sub_allocator"], "host");
+}
+
+// Eight 4 MiB tensors, every other one freed, then a 16 MiB one that no hole
+// holds: the pool's peak with the plug-in's defaults and over `sub_allocator`.
+uint64_t PeakPoolAfterHoles(const std::string& sub_allocator) {
+  PluginOptions options;
+  options.allocator.memory_limit = 256 * kMiB;
+  if (!sub_allocator.empty()) options.allocator.sub_allocator = sub_allocator;
+  absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
+      PluginAllocator::Create(options);
+  EXPECT_TRUE(allocator.ok()) << allocator.status();
+  if (!allocator.ok()) return 0;
+  std::vector<void*> blocks;
+  for (int i = 0; i < 8; ++i)
+    blocks.push_back((*allocator)->Allocate(4 * kMiB));
+  for (int i = 0; i < 8; i += 2) (*allocator)->Free(blocks[i]);
+  void* large = (*allocator)->Allocate(16 * kMiB);
+  EXPECT_NE(large, nullptr);
+  static_cast<char*>(large)[16 * kMiB - 1] = 1;
+  const nlohmann::json stats = (*allocator)->StatsJson();
+  EXPECT_EQ(stats["peak_live_bytes"], 32 * kMiB);
+  (*allocator)->Free(large);
+  for (int i = 1; i < 8; i += 2) (*allocator)->Free(blocks[i]);
+  return stats["peak_pool_bytes"].get<uint64_t>();
+}
+
+// The default upstream gives the holes' pages back before the pool grows, so
+// the pool stays at peak live; host memory keeps the holes and adds 16 MiB.
+TEST(PluginAllocatorTest, DefaultUpstreamGivesHolesBackBeforeGrowing) {
+  EXPECT_EQ(PeakPoolAfterHoles(""), 32 * kMiB);
+  EXPECT_GE(PeakPoolAfterHoles("host"), 48 * kMiB);
+}
+
+// Holes given back keep their addresses: the default's address space is
+// larger than its limit, so the pool still grows to the limit past them.
+TEST(PluginAllocatorTest, DefaultGrowsToItsLimitPastGivenBackHoles) {
+  PluginOptions options;
+  options.allocator.memory_limit = 32 * kMiB;
+  absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
+      PluginAllocator::Create(options);
+  ASSERT_TRUE(allocator.ok()) << allocator.status();
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i)
+    blocks.push_back((*allocator)->Allocate(8 * kMiB));
+  ASSERT_EQ((*allocator)->Allocate(4 * kMiB), nullptr);  // the limit holds
+  (*allocator)->Free(blocks[0]);
+  (*allocator)->Free(blocks[2]);
+  void* large = (*allocator)->Allocate(12 * kMiB);  // fits no 8 MiB hole
+  ASSERT_NE(large, nullptr) << (*allocator)->FailureReport(12 * kMiB);
+  EXPECT_LE((*allocator)->StatsJson()["pool_bytes"].get<uint64_t>(), 32 * kMiB);
+  EXPECT_EQ((*allocator)->Allocate(8 * kMiB), nullptr);  // still the limit
+  (*allocator)->Free(large);
+  (*allocator)->Free(blocks[1]);
+  (*allocator)->Free(blocks[3]);
 }
 
 }  // namespace
