@@ -7,7 +7,9 @@ PyTorch's default CPU allocator and once with tensormem's plug-in, alternating,
 reports the median step time, minor page faults per timed step and its peak RSS
 (ru_maxrss). The ratio is
 default time / tensormem time, from the best (smallest) median of each side:
-above 1.0 tensormem is faster. With the plug-in the worker also reports
+above 1.0 tensormem is faster. `cpu_speed_ratio` is the same ratio of the process's
+CPU time per step (user + system, page faults included), which other programs on a
+shared machine disturb far less than wall-clock time (with --threads 1). With the plug-in the worker also reports
 tensormem's peak pool (bytes held from the system) and peak live bytes.
 
 `--baseline KEY=VALUE[,KEY=VALUE...]` adds a third side, the plug-in enabled with
@@ -46,14 +48,16 @@ def run_worker(args):
     step = workloads.make_step(args.model, mode, batch, resolution)
     for _ in range(args.warmup):
         step()
-    times = []
+    times, cpu_times = [], []
     faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(args.steps):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         step()
         times.append(time.perf_counter() - start)
+        cpu_times.append(time.process_time() - cpu_start)
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before
     result = {"median_seconds": statistics.median(times),
+              "median_cpu_seconds": statistics.median(cpu_times),
               "page_faults_per_step": faults // args.steps,
               "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
               "resolution": resolution, "batch": batch}
@@ -78,11 +82,14 @@ def parse_options(text):
     return options
 
 
-def baseline_figures(runs, default_seconds):
+def baseline_figures(runs, default_seconds, default_cpu_seconds):
     best = min(r["median_seconds"] for r in runs)
+    best_cpu = min(r["median_cpu_seconds"] for r in runs)
     return {
         "baseline_seconds": best,
         "baseline_speed_ratio": default_seconds / best,
+        "baseline_cpu_seconds": best_cpu,
+        "baseline_cpu_speed_ratio": default_cpu_seconds / best_cpu,
         "baseline_peak_rss_bytes": max(r["peak_rss_bytes"] for r in runs),
         "baseline_page_faults_per_step": min(r["page_faults_per_step"] for r in runs),
         "baseline_peak_pool_bytes": runs[0]["peak_pool_bytes"],
@@ -107,12 +114,15 @@ def measure(model, workload, args):
                 raise RuntimeError(f"{model} {workload} {allocator} failed:\n{result.stderr}")
             runs[allocator].append(json.loads(result.stdout.strip().splitlines()[-1]))
     best = {side: min(r["median_seconds"] for r in runs[side]) for side in runs}
+    cpu = {side: min(r["median_cpu_seconds"] for r in runs[side]) for side in runs}
     tensormem = runs["tensormem"][0]
     row = {
         "model": model, "workload": workload, "batch": tensormem["batch"],
         "resolution": tensormem["resolution"],
         "default_seconds": best["default"], "tensormem_seconds": best["tensormem"],
         "speed_ratio": best["default"] / best["tensormem"],
+        "default_cpu_seconds": cpu["default"], "tensormem_cpu_seconds": cpu["tensormem"],
+        "cpu_speed_ratio": cpu["default"] / cpu["tensormem"],
         "default_peak_rss_bytes": max(r["peak_rss_bytes"] for r in runs["default"]),
         "tensormem_peak_rss_bytes": max(r["peak_rss_bytes"] for r in runs["tensormem"]),
         "default_page_faults_per_step": min(r["page_faults_per_step"] for r in runs["default"]),
@@ -124,7 +134,7 @@ def measure(model, workload, args):
     }
     if "baseline" in runs:
         row["baseline_options"] = args.baseline
-        row.update(baseline_figures(runs["baseline"], best["default"]))
+        row.update(baseline_figures(runs["baseline"], best["default"], cpu["default"]))
     return row
 
 
@@ -167,7 +177,7 @@ def main(argv=None):
             # With --json the table still goes to stderr, as progress.
             print(f"{model:24} {workload:9} default {row['default_seconds'] * 1e3:9.1f} ms"
                   f"  tensormem {row['tensormem_seconds'] * 1e3:9.1f} ms"
-                  f"  ratio {row['speed_ratio']:5.2f}x"
+                  f"  ratio {row['speed_ratio']:5.2f}x (CPU {row['cpu_speed_ratio']:5.2f}x)"
                   f"  RSS {row['default_peak_rss_bytes'] / mib:7.0f} / "
                   f"{row['tensormem_peak_rss_bytes'] / mib:7.0f} MiB"
                   f"  pool/live {row['pool_over_live']:5.2f}"
@@ -178,6 +188,7 @@ def main(argv=None):
                 print(f"{'':24} {'baseline':9} {args.baseline}: "
                       f"{row['baseline_seconds'] * 1e3:9.1f} ms"
                       f"  ratio {row['baseline_speed_ratio']:5.2f}x"
+                      f" (CPU {row['baseline_cpu_speed_ratio']:5.2f}x)"
                       f"  RSS {row['baseline_peak_rss_bytes'] / mib:7.0f} MiB"
                       f"  pool/live {row['baseline_pool_over_live']:5.2f}"
                       f"  faults/step {row['baseline_page_faults_per_step']}",
