@@ -115,7 +115,8 @@ TEST(PluginEnvMisuseTest, JsonErrorsNameTheKey) {
 TEST(PluginEnvMisuseTest, ExpandableSegmentsOverHostAreRefusedWhenRead) {
   absl::StatusOr<PluginOptions> options = OptionsFromEnvironment(
       GetenvFrom({{"TENSORMEM_POLICY", "pytorch"},
-                  {"TENSORMEM_CONFIG", "expandable_segments:True"}}));
+                  {"TENSORMEM_CONFIG", "expandable_segments:True"},
+                  {"TENSORMEM_SUB_ALLOCATOR", "host"}}));
   ASSERT_FALSE(options.ok());
   EXPECT_THAT(std::string(options.status().message()),
               HasSubstr("TENSORMEM_CONFIG"));
