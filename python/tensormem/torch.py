@@ -11,7 +11,7 @@ calls its C functions::
     tensormem.torch.reset_peak()
 
 Options (each overrides the TENSORMEM_* variable of the same meaning):
-memory_limit (bytes or "2GiB"), sub_allocator ("host" or "vmm"), allow_growth,
+memory_limit (bytes or "2GiB"), sub_allocator ("vmm", the default, or "host"), allow_growth,
 garbage_collection, trace_path, report_path. TENSORMEM_TORCH_LIBRARY, when
 set, names another copy of the library to load.
 """
