@@ -1,7 +1,9 @@
-// A long randomized run from four threads: allocations, frees, statistics,
-// dumps and region release (GC) at once. Under ThreadSanitizer it proves the
-// locking; in every build the invariant checker and the statistics are
-// checked at quiescent points, when all threads wait at a barrier.
+// A long randomized run from four threads under every registered policy
+// choice (AllPolicyChoices: each policy with its defaults and in each of its
+// example configurations): allocations, frees, statistics, dumps and region
+// release (GC) at once. Under ThreadSanitizer it proves the locking; in every
+// build the invariant checker and the statistics are checked at quiescent
+// points, when all threads wait at a barrier.
 #include <barrier>
 #include <cstdint>
 #include <memory>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "alloc/bfc_test_util.h"
+#include "alloc/policy_test_util.h"
 #include "gtest/gtest.h"
 #include "tensormem/alloc/bfc_allocator.h"
 #include "tensormem/alloc/simulated_sub_allocator.h"
@@ -57,11 +60,21 @@ void RunCalls(BfcAllocator& allocator, Worker& worker, uint64_t limit) {
   }
 }
 
-TEST(ConcurrencySweepTest, FourThreadsKeepInvariantsAtQuiescentPoints) {
+class ConcurrencySweepTest
+    : public ::testing::TestWithParam<testing::PolicyChoice> {};
+
+TEST_P(ConcurrencySweepTest, FourThreadsKeepInvariantsAtQuiescentPoints) {
+  const testing::PolicyChoice& choice = GetParam();
   const uint64_t limit = 256 * kMiB;
   BfcAllocator::Options options = testing::QuietOptions(/*allow_growth=*/true);
   options.garbage_collection = true;
-  auto allocator = testing::MakeSimulatedBfc(limit, options);
+  absl::StatusOr<std::unique_ptr<BfcAllocator>> made =
+      testing::MakeChoiceBfc(choice,
+                             std::make_unique<SimulatedSubAllocator>(
+                                 4 * limit, choice.NeedsCoalescing()),
+                             limit, options);
+  ASSERT_TRUE(made.ok()) << choice.Label() << ": " << made.status();
+  std::unique_ptr<BfcAllocator> allocator = *std::move(made);
   std::vector<Worker> workers(kThreads);
   for (int i = 0; i < kThreads; ++i) workers[i].rng.seed(1000 + i);
 
@@ -103,9 +116,19 @@ TEST(ConcurrencySweepTest, FourThreadsKeepInvariantsAtQuiescentPoints) {
   EXPECT_EQ(checked_rounds, kRounds);
   EXPECT_EQ(allocator->GetStats()->bytes_in_use, 0u);
   EXPECT_TRUE(testing::InvariantsHold(*allocator));
+  // The report (tools/reliability-report) adds up the first line over the
+  // policy choices and prints the second once.
+  std::printf("[sweep] concurrency policy choices: 1\n");
   std::printf("[sweep] concurrency: %d threads x %d rounds x %d calls\n",
               kThreads, kRounds, kCallsPerRound);
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Policies, ConcurrencySweepTest,
+    ::testing::ValuesIn(testing::AllPolicyChoices()),
+    [](const ::testing::TestParamInfo<testing::PolicyChoice>& info) {
+      return info.param.TestName();
+    });
 
 }  // namespace
 }  // namespace tensormem

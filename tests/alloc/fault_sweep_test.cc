@@ -5,7 +5,6 @@
 // goes back with the size it was reported), and a request that failed
 // succeeds once the upstream works and memory allows.
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -164,16 +163,10 @@ std::vector<Config> AllConfigs() {
 INSTANTIATE_TEST_SUITE_P(Policies, FaultSweepTest,
                          ::testing::ValuesIn(AllConfigs()),
                          [](const ::testing::TestParamInfo<Config>& info) {
-                           std::string name =
-                               info.param.policy.Label() + "_" +
-                               (info.param.growth ? "Growth" : "NoGrowth") +
-                               (info.param.gc ? "Gc" : "NoGc") +
-                               (info.param.coalescing ? "Coalescing" : "");
-                           for (char& c : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(c)))
-                               c = '_';
-                           }
-                           return name;
+                           return info.param.policy.TestName() + "_" +
+                                  (info.param.growth ? "Growth" : "NoGrowth") +
+                                  (info.param.gc ? "Gc" : "NoGc") +
+                                  (info.param.coalescing ? "Coalescing" : "");
                          });
 
 }  // namespace

@@ -2,6 +2,7 @@
 #ifndef TENSORMEM_TESTS_ALLOC_POLICY_TEST_UTIL_H_
 #define TENSORMEM_TESTS_ALLOC_POLICY_TEST_UTIL_H_
 
+#include <cctype>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -82,6 +83,14 @@ struct PolicyChoice {
   // "tf", "pytorch[expandable_segments:True]".
   std::string Label() const {
     return config.empty() ? name : name + "[" + config + "]";
+  }
+  // Label() as a test name: "pytorch_expandable_segments_True_".
+  std::string TestName() const {
+    std::string test_name = Label();
+    for (char& c : test_name) {
+      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    }
+    return test_name;
   }
   // Expandable segments grow one region in place: only over an upstream
   // whose regions extend earlier ones.
