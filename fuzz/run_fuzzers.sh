@@ -9,7 +9,10 @@
 # (long runs that stop at a number of executions). FUZZ_MAX_LEN=N caps the
 # input length (libFuzzer's -max_len; longer corpus inputs are cut): the ONNX
 # target's corpus grows to whole models of 24 KB at 5-10 ms each, and smaller
-# inputs reach the loader's paths many times faster.
+# inputs reach the loader's paths many times faster. FUZZ_TIMEOUT=N (seconds,
+# default 10) is libFuzzer's -timeout, which counts wall-clock time: a niced
+# run on a loaded machine can be descheduled that long on an input of a few
+# milliseconds.
 #
 # Each target starts from its checked-in seeds (fuzz/corpus/<name>) plus what
 # earlier runs found (<build>/corpus/<name>, which grows), with its dictionary
@@ -40,7 +43,7 @@ for target in "${targets[@]}"; do
   fi
   corpus="$build/corpus/$target"
   mkdir -p "$corpus"
-  flags=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048
+  flags=(-max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048
          -print_final_stats=1 -artifact_prefix="$build/crashes/$target-")
   [ -n "${FUZZ_RUNS:-}" ] && flags+=(-runs="$FUZZ_RUNS" -seed="${FUZZ_SEED:-1}")
   [ -n "${FUZZ_MAX_LEN:-}" ] && flags+=(-max_len="$FUZZ_MAX_LEN")
