@@ -47,59 +47,67 @@ void FutexMutex::LockContended() {
   // sequentially consistent, as the holder's reading of the count and its
   // hand-off are): a holder that saw this waiter hands off after this read,
   // so the hand-off counts for it.
-  uint64_t handoffs_seen = handoffs_.load(std::memory_order_seq_cst);
+  Wait wait{.handoffs_seen = handoffs_.load(std::memory_order_seq_cst),
+            .since = NowNanos()};
   waiters_.fetch_add(1, std::memory_order_seq_cst);
-  const int64_t since = NowNanos();
-  bool long_enough = false;
-  int unlocked_looks = 0;
-  bool parked = false;
-  for (int round = 1;; ++round) {
-    // A hand-off: the counter sits on a line of its own that the holder
-    // writes only then, so watching it costs the holder nothing.
-    const uint64_t handoffs = handoffs_.load(std::memory_order_acquire);
-    if (handoffs != handoffs_seen ||
-        (long_enough && state_.load(std::memory_order_relaxed) == kHandedOff)) {
-      int expected = kHandedOff;
-      if (state_.compare_exchange_strong(expected, kLocked,
-                                         std::memory_order_acquire,
-                                         std::memory_order_relaxed)) {
-        break;
-      }
-      handoffs_seen = handoffs;  // another waiter took it
-    }
-    // A holder that runs critical sections back to back leaves the lock free
-    // for a few nanoseconds between them; taking it then would move the pool
-    // to this core after a few operations. So the lock itself is looked at
-    // seldom (each look pulls its line from the holder): at rounds 1, 2, 4,
-    // 8, then every kRoundsPerLook; and taken when free at two looks in a
-    // row (the holder has left), or at any look after kTurnNanos.
-    if (round < kRoundsPerLook ? (round & (round - 1)) == 0
-                               : round % kRoundsPerLook == 0 || parked) {
-      int state = state_.load(std::memory_order_relaxed);
-      unlocked_looks = state == kUnlocked ? unlocked_looks + 1 : 0;
-      long_enough = long_enough || NowNanos() - since >= kTurnNanos;
-      if (state == kUnlocked && (unlocked_looks >= 2 || long_enough) &&
-          state_.compare_exchange_strong(state, kLocked,
-                                         std::memory_order_acquire,
-                                         std::memory_order_relaxed)) {
-        break;
-      }
-    }
-    if (round < kSpinRounds) {
-      for (int i = 0; i < kPausesPerRound; ++i) CpuRelax();
-      // More waiters than cores would take the holder's core from it.
-      if (round % kRoundsPerLook == 0) sched_yield();
-      continue;
-    }
-    if (!parked) {
-      parked_.fetch_add(1, std::memory_order_relaxed);
-      parked = true;
-    }
-    sleepers_.fetch_add(1, std::memory_order_relaxed);
-    FutexWait(&state_, kLocked, kPollMicros);
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  for (wait.round = 1; !TryTakeHandOff(wait) && !TryTakeFreeLock(wait);
+       ++wait.round) {
+    Pause(wait);
   }
   waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool FutexMutex::TryTakeHandOff(Wait& wait) {
+  // The counter sits on a line of its own that the holder writes only when
+  // it hands off, so watching it costs the holder nothing.
+  const uint64_t handoffs = handoffs_.load(std::memory_order_acquire);
+  if (handoffs == wait.handoffs_seen) return false;
+  int expected = kHandedOff;
+  if (state_.compare_exchange_strong(expected, kLocked,
+                                     std::memory_order_acquire,
+                                     std::memory_order_relaxed)) {
+    return true;
+  }
+  wait.handoffs_seen = handoffs;  // another waiter took it
+  return false;
+}
+
+bool FutexMutex::TryTakeFreeLock(Wait& wait) {
+  // A holder that runs critical sections back to back leaves the lock free
+  // for a few nanoseconds between them; taking it then would move the pool
+  // to this core after a few operations. So the lock itself is looked at
+  // seldom (each look pulls its line from the holder): at rounds 1, 2, 4,
+  // then every kRoundsPerLook; and taken when free at two looks in a row
+  // (the holder has left), or at any look after kTurnNanos.
+  const int round = wait.round;
+  const bool look = round < kRoundsPerLook ? (round & (round - 1)) == 0
+                                           : round % kRoundsPerLook == 0;
+  if (!look && !wait.asleep) return false;
+  int state = state_.load(std::memory_order_relaxed);
+  wait.unlocked_looks = state == kUnlocked ? wait.unlocked_looks + 1 : 0;
+  wait.long_enough = wait.long_enough || NowNanos() - wait.since >= kTurnNanos;
+  // After a turn, also a hand-off that no waiter took.
+  const bool may_take = (state == kUnlocked && wait.unlocked_looks >= 2) ||
+                        (state != kLocked && wait.long_enough);
+  return may_take && state_.compare_exchange_strong(state, kLocked,
+                                                    std::memory_order_acquire,
+                                                    std::memory_order_relaxed);
+}
+
+void FutexMutex::Pause(Wait& wait) {
+  if (wait.round < kSpinRounds) {
+    for (int i = 0; i < kPausesPerRound; ++i) CpuRelax();
+    // More waiters than cores would take the holder's core from it.
+    if (wait.round % kRoundsPerLook == 0) sched_yield();
+    return;
+  }
+  if (!wait.asleep) {
+    parked_.fetch_add(1, std::memory_order_relaxed);
+    wait.asleep = true;
+  }
+  sleepers_.fetch_add(1, std::memory_order_relaxed);
+  FutexWait(&state_, kLocked, kPollMicros);
+  sleepers_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void FutexMutex::HandToWaiter() {

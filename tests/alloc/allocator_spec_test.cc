@@ -75,6 +75,8 @@ const std::map<std::string, OptionCase>& OptionCases() {
        {"3", [](const AllocatorSpec& s) { return s.device == 3; }, "-1"}},
       {"shards",
        {"4", [](const AllocatorSpec& s) { return s.shards == 4; }, "0"}},
+      {"thread_pools",
+       {"1", [](const AllocatorSpec& s) { return s.thread_pools == 1; }, "17"}},
   };
   return *cases;
 }

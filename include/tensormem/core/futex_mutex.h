@@ -96,7 +96,19 @@ class FutexMutex {
   static constexpr int kRoundsPerLook = 2;
   static constexpr int kSpinRounds = 8192;
 
+  // A waiting thread's progress (LockContended's steps).
+  struct Wait {
+    uint64_t handoffs_seen = 0;
+    int64_t since = 0;  // steady clock, ns
+    int round = 0;
+    int unlocked_looks = 0;
+    bool long_enough = false;  // waited kTurnNanos
+    bool asleep = false;       // past kSpinRounds
+  };
   [[gnu::noinline]] void LockContended();
+  bool TryTakeHandOff(Wait& wait);
+  bool TryTakeFreeLock(Wait& wait);
+  void Pause(Wait& wait);
   [[gnu::noinline]] void HandToWaiter();
 
   std::atomic<int> state_{kUnlocked};
