@@ -52,6 +52,16 @@ absl::Status SetBool(std::string_view key, const std::string& value,
   return absl::OkStatus();
 }
 
+// A count of allocators or pools: 1 to 16.
+absl::Status SetCount(std::string_view key, const std::string& value,
+                      int& out) {
+  int count = 0;
+  if (!absl::SimpleAtoi(value, &count) || count < 1 || count > 16)
+    return Bad(key, value, "1 to 16");
+  out = count;
+  return absl::OkStatus();
+}
+
 absl::Status SetSize(std::string_view key, const std::string& value,
                      uint64_t& field) {
   absl::StatusOr<uint64_t> parsed = ParseByteSize(value);
@@ -142,21 +152,13 @@ const std::vector<Option>& Table() {
         "bfc: independent allocators that threads are spread over (throughput "
         "grows with threads; they share the limit)"},
        [](AllocatorSpec& s, const std::string& v) {
-         int shards = 0;
-         if (!absl::SimpleAtoi(v, &shards) || shards < 1 || shards > 16)
-           return Bad("shards", v, "1 to 16");
-         s.shards = shards;
-         return absl::OkStatus();
+         return SetCount("shards", v, s.shards);
        }},
       {{"thread_pools", "1 to 16",
         "bfc: pools for threads past the first, sharing the limit (tight "
         "over simulated or vmm; 1: one pool for all threads)"},
        [](AllocatorSpec& s, const std::string& v) {
-         int pools = 0;
-         if (!absl::SimpleAtoi(v, &pools) || pools < 1 || pools > 16)
-           return Bad("thread_pools", v, "1 to 16");
-         s.thread_pools = pools;
-         return absl::OkStatus();
+         return SetCount("thread_pools", v, s.thread_pools);
        }},
   };
   return *table;

@@ -50,18 +50,23 @@ TEST(BudgetedSubAllocatorTest, TwoUpstreamsHoldTheLimitBetweenThem) {
   EXPECT_NE(a.BaseAddress(), b.BaseAddress());
 }
 
-BuiltAllocator TwoShards(uint64_t limit, const char* policy = "tight") {
-  AllocatorSpec spec;
-  spec.policy = policy;
+// `spec` over 4 GiB of address space with `limit`, no retries, no logging.
+BuiltAllocator Build(AllocatorSpec spec, uint64_t limit) {
   spec.capacity = 4 * kGiB;
   spec.memory_limit = limit;
-  spec.shards = 2;
   BfcAllocatorOptions options;
   options.allow_retry_on_failure = false;
   options.log_failures = false;
   absl::StatusOr<BuiltAllocator> built = CreateAllocator(spec, options);
   EXPECT_TRUE(built.ok()) << built.status();
   return *std::move(built);
+}
+
+BuiltAllocator TwoShards(uint64_t limit, const char* policy = "tight") {
+  AllocatorSpec spec;
+  spec.policy = policy;
+  spec.shards = 2;
+  return Build(spec, limit);
 }
 
 // Runs `work` on a new thread (which takes the other shard while this one
@@ -120,16 +125,9 @@ TEST(SharedLimitTest, AnotherShardsFreeRegionsServeARequest) {
 
 BuiltAllocator TightWithThreadPools(uint64_t limit) {
   AllocatorSpec spec;
-  spec.capacity = 4 * kGiB;
-  spec.memory_limit = limit;
   EXPECT_EQ(spec.policy, "tight");
   EXPECT_GT(spec.thread_pools, 1);  // the default
-  BfcAllocatorOptions options;
-  options.allow_retry_on_failure = false;
-  options.log_failures = false;
-  absl::StatusOr<BuiltAllocator> built = CreateAllocator(spec, options);
-  EXPECT_TRUE(built.ok()) << built.status();
-  return *std::move(built);
+  return Build(spec, limit);
 }
 
 // The first thread keeps the allocator's own pool; another thread gets a
