@@ -204,10 +204,8 @@ std::optional<AllocatorStats> BfcAllocator::GetStats() const {
     stats = core_->Stats();
   }
   if (pools_ != nullptr) {
-    for (int i = 1; i < pools_->max_pools; ++i) {
-      if (const BfcAllocator* pool = pools_->pools[i].load())
-        stats.AddPool(*pool->GetStats());
-    }
+    pools_->ForEachMade(
+        [&](const BfcAllocator& pool) { stats.AddPool(*pool.GetStats()); });
   }
   return stats;
 }
@@ -217,11 +215,8 @@ bool BfcAllocator::ClearStats() {
     std::lock_guard lock(mutex_);
     core_->ClearStats();
   }
-  if (pools_ != nullptr) {
-    for (int i = 1; i < pools_->max_pools; ++i) {
-      if (BfcAllocator* pool = pools_->pools[i].load()) pool->ClearStats();
-    }
-  }
+  if (pools_ != nullptr)
+    pools_->ForEachMade([](BfcAllocator& pool) { pool.ClearStats(); });
   return true;
 }
 
@@ -279,14 +274,13 @@ std::string BfcAllocator::LastFailureReport() const {
 }
 
 absl::Status BfcAllocator::CheckInvariants() const {
+  absl::Status pools_status;
   if (pools_ != nullptr) {
-    for (int i = 1; i < pools_->max_pools; ++i) {
-      if (const BfcAllocator* pool = pools_->pools[i].load()) {
-        if (absl::Status status = pool->CheckInvariants(); !status.ok())
-          return status;
-      }
-    }
+    pools_->ForEachMade([&](const BfcAllocator& pool) {
+      if (pools_status.ok()) pools_status = pool.CheckInvariants();
+    });
   }
+  if (!pools_status.ok()) return pools_status;
   std::lock_guard lock(mutex_);
   return core_->CheckInvariants();
 }

@@ -31,8 +31,7 @@ void BfcAllocator::EnableThreadPools(
 int BfcAllocator::num_thread_pools() const {
   if (pools_ == nullptr) return 0;
   int made = 0;
-  for (int i = 1; i < pools_->max_pools; ++i)
-    made += pools_->pools[i].load(std::memory_order_acquire) != nullptr;
+  pools_->ForEachMade([&](const BfcAllocator&) { ++made; });
   return made;
 }
 
@@ -109,10 +108,8 @@ void* BfcAllocator::AllocateInPool(BfcAllocator& pool, size_t bytes,
 
 bool BfcAllocator::ReleasePoolsFreeRegions() {
   bool released = false;
-  for (int i = 1; i < pools_->max_pools; ++i) {
-    if (BfcAllocator* pool = pools_->pools[i].load(std::memory_order_acquire))
-      released |= pool->ReleaseFreeRegions();
-  }
+  pools_->ForEachMade(
+      [&](BfcAllocator& pool) { released |= pool.ReleaseFreeRegions(); });
   return released;
 }
 

@@ -30,6 +30,15 @@ struct BfcAllocator::ThreadPools {
   std::atomic<bool> closed{false};
   std::vector<std::unique_ptr<BfcAllocator>> owned;  // guarded by `making`
 
+  // Calls `visit` on every pool made so far (this allocator excluded).
+  template <typename Visit>
+  void ForEachMade(Visit visit) const {
+    for (int i = 1; i < max_pools; ++i) {
+      if (BfcAllocator* pool = pools[i].load(std::memory_order_acquire))
+        visit(*pool);
+    }
+  }
+
   static const void* ThisThread() {
     thread_local const char token = 0;
     return &token;
