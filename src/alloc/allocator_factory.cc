@@ -9,6 +9,7 @@
 #include "tensormem/alloc/allocator_spec.h"
 #include "tensormem/alloc/budgeted_sub_allocator.h"
 #include "tensormem/alloc/limiting_allocator.h"
+#include "tensormem/alloc/planned_allocator.h"
 #include "tensormem/alloc/policy_registry.h"
 #include "tensormem/alloc/sharded_allocator.h"
 #include "tensormem/alloc/sub_allocator_registry.h"
@@ -56,6 +57,16 @@ absl::StatusOr<std::unique_ptr<SubAllocator>> CreateUpstream(
   return std::make_unique<BudgetedSubAllocator>(*std::move(upstream), budget);
 }
 
+// The policy as the specification configures it, to ask it how to build
+// the allocator; nullptr when it cannot be built (CreateBfcOver says why).
+std::unique_ptr<AllocationPolicy> ProbePolicy(const AllocatorSpec& spec,
+                                              uint64_t limit) {
+  absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy = CreatePolicy(
+      spec.policy, alloc_internal::PolicyEnvironmentFor(spec, limit, true),
+      spec.config);
+  return policy.ok() ? *std::move(policy) : nullptr;
+}
+
 // Whether threads past the first get pools of their own (the policy allows
 // it and each pool can reserve a fixed range).
 bool WantsThreadPools(const AllocatorSpec& spec, uint64_t limit) {
@@ -63,11 +74,26 @@ bool WantsThreadPools(const AllocatorSpec& spec, uint64_t limit) {
       (spec.sub_allocator != "simulated" && spec.sub_allocator != "vmm")) {
     return false;
   }
-  const PolicyEnvironment environment =
-      alloc_internal::PolicyEnvironmentFor(spec, limit, true);
-  absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
-      CreatePolicy(spec.policy, environment, spec.config);
-  return policy.ok() && (*policy)->AllowsThreadPools();
+  const std::unique_ptr<AllocationPolicy> policy = ProbePolicy(spec, limit);
+  return policy != nullptr && policy->AllowsThreadPools();
+}
+
+// A policy that plans loops: the BFC allocator becomes the fallback of a
+// PlannedAllocator. `built.bfc` stays the BFC allocator (dumps, failure
+// reports); `built.allocator` is the planned one.
+BuiltAllocator WrapIfPlanned(const AllocatorSpec& spec, uint64_t limit,
+                             BuiltAllocator built) {
+  using LoopPlanning = AllocationPolicy::LoopPlanning;
+  const std::unique_ptr<AllocationPolicy> policy = ProbePolicy(spec, limit);
+  const LoopPlanning planning =
+      policy != nullptr ? policy->PlansLoops() : LoopPlanning::kNone;
+  if (planning == LoopPlanning::kNone) return built;
+  built.allocator.release();  // owned by the planned allocator from here
+  built.allocator = std::make_unique<PlannedAllocator>(
+      std::unique_ptr<BfcAllocator>(built.bfc),
+      PlannedAllocatorOptions{.background_planning =
+                                  planning == LoopPlanning::kBackground});
+  return built;
 }
 
 absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
@@ -76,7 +102,10 @@ absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
   if (!WantsThreadPools(spec, limit)) {
     TM_ASSIGN_OR_RETURN(std::unique_ptr<SubAllocator> upstream,
                         CreateUpstream(spec, limit, nullptr));
-    return CreateBfcOver(spec, limit, std::move(options), std::move(upstream));
+    TM_ASSIGN_OR_RETURN(
+        BuiltAllocator built,
+        CreateBfcOver(spec, limit, std::move(options), std::move(upstream)));
+    return WrapIfPlanned(spec, limit, std::move(built));
   }
   // The pools share the limit: every upstream draws on one budget.
   auto budget = std::make_shared<MemoryBudget>(limit);
@@ -101,7 +130,7 @@ absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
         pool->allocator.release();  // owned as `pool->bfc` from here
         return std::unique_ptr<BfcAllocator>(pool->bfc);
       });
-  return built;
+  return WrapIfPlanned(spec, limit, std::move(built));
 }
 
 // `spec.shards` BFC allocators sharing the limit: each may grow to all of it,
@@ -157,8 +186,11 @@ absl::StatusOr<BuiltAllocator> CreateAllocatorOver(
         "an allocator over a given upstream is one BFC allocator (kind bfc, "
         "one shard)");
   }
-  return CreateBfcOver(spec, spec.memory_limit.value_or(spec.capacity),
-                       std::move(options), std::move(upstream));
+  const uint64_t limit = spec.memory_limit.value_or(spec.capacity);
+  TM_ASSIGN_OR_RETURN(
+      BuiltAllocator built,
+      CreateBfcOver(spec, limit, std::move(options), std::move(upstream)));
+  return WrapIfPlanned(spec, limit, std::move(built));
 }
 
 }  // namespace tensormem

@@ -41,6 +41,13 @@ const std::vector<RegisteredPolicy>& Registry() {
          "max_non_split_rounding_mb:4,roundup_power2_divisions:[1:1,64:8,>:"
          "2]"}},
        internal::MakePytorchPolicy},
+      {{"planned",
+        "learns a repeating loop and serves it from an offline plan; tight "
+        "for the rest (planned_allocator.h)",
+        "planning (background: on a thread of its own; inline: when due, on "
+        "the allocating thread, the same in every run)",
+        {"planning:inline"}},
+       internal::MakePlannedPolicy},
   };
   return *registry;
 }

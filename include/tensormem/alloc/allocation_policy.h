@@ -160,6 +160,11 @@ class AllocationPolicy {
   // (BfcAllocator::EnableThreadPools): placements are then the policy's
   // within each thread's pool, not across them.
   virtual bool AllowsThreadPools() const { return false; }
+  // Whether the allocator learns repeating loops and serves them from a plan
+  // (planned_allocator.h), with this policy's placements for the rest, and
+  // where it plans.
+  enum class LoopPlanning { kNone, kBackground, kInline };
+  virtual LoopPlanning PlansLoops() const { return LoopPlanning::kNone; }
   // Whether free regions may be returned before the pool grows
   // (RegionsToRelease); the engine then tracks how long each sat unused.
   virtual bool ReleasesBeforeGrowth() const { return false; }

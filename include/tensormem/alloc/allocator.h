@@ -81,6 +81,12 @@ class Allocator {
     return std::nullopt;
   }
 
+  // Tells the allocator that an iteration of the program's loop begins here
+  // (a training step, an inference request). Allocators that learn loops
+  // (the planned policy, planned_allocator.h) then take the iterations
+  // between marks as the loop instead of finding it; the others ignore it.
+  void MarkIteration() { DoMarkIteration(); }
+
   void SetMisusePolicy(
       MisusePolicy policy,
       std::function<void(const absl::Status&)> callback = nullptr);
@@ -93,6 +99,7 @@ class Allocator {
   // default); Deallocate then frees through DoDeallocate, whose Status goes
   // to the misuse policy.
   virtual bool DoFreeIfLive(void* /*ptr*/) { return false; }
+  virtual void DoMarkIteration() {}
   // Out of line: CheckedDeallocate, and the misuse policy for its error.
   void DeallocateChecked(void* ptr);
 

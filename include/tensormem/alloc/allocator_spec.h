@@ -100,7 +100,9 @@ struct BuiltAllocator {
   // they are destroyed after it.
   std::vector<std::unique_ptr<Allocator>> wrapped;
   std::unique_ptr<Allocator> allocator;
-  BfcAllocator* bfc = nullptr;  // `allocator` when it is a BFC allocator
+  // `allocator` when it is a BFC allocator, or the BFC allocator it serves
+  // from (the planned policy, planned_allocator.h).
+  BfcAllocator* bfc = nullptr;
 };
 
 // Builds the allocator. `options` are the BFC allocator's own (retry, misuse

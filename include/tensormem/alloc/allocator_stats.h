@@ -26,6 +26,12 @@ struct AllocatorStats {
   int64_t num_regions = 0;
   int64_t num_ooms = 0;
   int64_t num_alloc_retries = 0;
+  // Allocators that learn loops (the planned policy): iterations served from
+  // a plan, and, from the iteration the current plan took over, the peak
+  // pool and the peak of requested live bytes (unset while none serves).
+  int64_t planned_iterations = 0;
+  std::optional<uint64_t> steady_peak_pool_bytes;
+  std::optional<uint64_t> steady_peak_bytes_requested;
 
   // Adds another pool's counts and sizes (peaks: the sum of the peaks, an
   // upper bound; largest sizes: the larger); bytes_limit is the caller's.

@@ -23,6 +23,9 @@ absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakeTfPolicy(
 absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakeTightPolicy(
     const PolicyEnvironment& environment,
     const std::vector<ConfigEntry>& config);
+absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakePlannedPolicy(
+    const PolicyEnvironment& environment,
+    const std::vector<ConfigEntry>& config);
 absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakePytorchPolicy(
     const PolicyEnvironment& environment,
     const std::vector<ConfigEntry>& config);

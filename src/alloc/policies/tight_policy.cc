@@ -22,15 +22,19 @@ namespace {
 
 class TightPolicy final : public AllocationPolicy {
  public:
-  explicit TightPolicy(const PolicyEnvironment& environment)
-      : allow_growth_(environment.allow_growth),
+  TightPolicy(const PolicyEnvironment& environment, LoopPlanning loops)
+      : loops_(loops),
+        allow_growth_(environment.allow_growth),
         memory_limit_(environment.memory_limit),
         granule_(environment.granule) {}
 
   std::string Describe() const override {
+    const std::string_view name =
+        loops_ == LoopPlanning::kNone ? "tight" : "planned";
     return granule_ == PolicyEnvironment{}.granule
-               ? "tight"
-               : absl::StrCat("tight(granule ", HumanBytes(granule_), ")");
+               ? std::string(name)
+               : absl::StrCat(std::string(name), "(granule ", HumanBytes(granule_),
+                              ")");
   }
 
   std::optional<uint64_t> RoundedSize(uint64_t bytes) const override {
@@ -51,6 +55,8 @@ class TightPolicy final : public AllocationPolicy {
   // One pool under one lock serves two threads no faster than one
   // (docs/bfc.md, Threads).
   bool AllowsThreadPools() const override { return true; }
+
+  LoopPlanning PlansLoops() const override { return loops_; }
 
   std::optional<InlineDecisions> Inline() const override {
     return InlineDecisions{.split_tail_bytes = 1, .split_at_double = false};
@@ -90,10 +96,21 @@ class TightPolicy final : public AllocationPolicy {
                : bfc::kMinAllocationSize;
   }
 
+  const LoopPlanning loops_;
   const bool allow_growth_;
   const uint64_t memory_limit_;
   const uint64_t granule_;
 };
+
+absl::Status CheckGranule(const PolicyEnvironment& environment) {
+  if (environment.granule == 0 ||
+      environment.granule % bfc::kMinAllocationSize != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("granule ", environment.granule,
+                     " is not a positive multiple of 256 bytes"));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -101,13 +118,33 @@ absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakeTightPolicy(
     const PolicyEnvironment& environment,
     const std::vector<ConfigEntry>& config) {
   if (!config.empty()) return UnknownConfigKey("tight", config.front().key, "");
-  if (environment.granule == 0 ||
-      environment.granule % bfc::kMinAllocationSize != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("granule ", environment.granule,
-                     " is not a positive multiple of 256 bytes"));
+  if (absl::Status granule = CheckGranule(environment); !granule.ok())
+    return granule;
+  return std::make_unique<TightPolicy>(
+      environment, AllocationPolicy::LoopPlanning::kNone);
+}
+
+// `planned` places what no plan serves as `tight` does: the planned
+// allocator's fallback must never hold more than `tight` would.
+absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakePlannedPolicy(
+    const PolicyEnvironment& environment,
+    const std::vector<ConfigEntry>& config) {
+  using LoopPlanning = AllocationPolicy::LoopPlanning;
+  LoopPlanning planning = LoopPlanning::kBackground;
+  for (const ConfigEntry& entry : config) {
+    if (entry.key != "planning")
+      return UnknownConfigKey("planned", entry.key, "planning");
+    if (entry.value != "background" && entry.value != "inline") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("planning: '", entry.value,
+                       "' is not valid (accepted: background, inline)"));
+    }
+    planning = entry.value == "inline" ? LoopPlanning::kInline
+                                       : LoopPlanning::kBackground;
   }
-  return std::make_unique<TightPolicy>(environment);
+  if (absl::Status granule = CheckGranule(environment); !granule.ok())
+    return granule;
+  return std::make_unique<TightPolicy>(environment, planning);
 }
 
 }  // namespace tensormem::internal

@@ -1,0 +1,298 @@
+#include "alloc/planned_serving.h"
+
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+
+namespace tensormem::alloc_internal {
+namespace {
+
+// Calls are handed to the learner in chunks: one hand-over (a lock and a
+// wake-up) per chunk. Small while learning has just begun, so that a short
+// loop is found after a few iterations; then an eighth of what was logged
+// since, so that hand-overs stay rare.
+constexpr size_t kMinChunkEvents = 64;
+constexpr size_t kMaxChunkEvents = 4096;
+
+}  // namespace
+
+PlannedServing::PlannedServing(BfcAllocator& fallback,
+                               bool background_planning)
+    : fallback_(fallback), learner_(background_planning) {
+  pending_.reserve(kMaxChunkEvents);
+}
+
+PlannedServing::~PlannedServing() {
+  if (arena_ != nullptr) fallback_.Deallocate(arena_);
+}
+
+void* PlannedServing::Allocate(const LoopEvent& request) {
+  std::lock_guard lock(mutex_);
+  if (plan_ == nullptr) MaybeTakeOver(/*at_mark=*/false);
+  void* ptr = plan_ != nullptr ? ServeFromPlan(request) : nullptr;
+  if (ptr != nullptr) {
+    const PlannedRequest& planned = plan_->requests[position_ - 1];
+    arena_live_.emplace(planned.offset,
+                        ArenaBlock{position_ - 1, next_sequence_,
+                                   request.value, planned.bytes});
+    ++status_.arena_blocks;
+    Account(request.value, planned.bytes);
+  } else {
+    ptr = AllocateFromFallback(request);
+    if (ptr == nullptr) {
+      // Out of memory (or a bad request): the plan's order is broken.
+      if (plan_ != nullptr) EndPlan();
+      return nullptr;
+    }
+  }
+  Log(request);
+  ++next_sequence_;
+  if (plan_ != nullptr) {
+    steady_requested_ = std::max(steady_requested_.value_or(0), requested_);
+  }
+  return ptr;
+}
+
+void* PlannedServing::AllocateFromFallback(const LoopEvent& request) {
+  void* ptr = fallback_.Allocate(request.value, request.alignment,
+                                 request.stream);
+  if (ptr == nullptr && arena_ != nullptr && plan_ == nullptr &&
+      arena_live_.empty()) {
+    ReleaseIdleArena();  // unreachable in practice: released at last free
+    ptr = fallback_.Allocate(request.value, request.alignment, request.stream);
+  }
+  if (ptr == nullptr) return nullptr;
+  const uint64_t bytes = fallback_.AllocatedSize(ptr).value_or(request.value);
+  fallback_live_.emplace(ptr, FallbackBlock{next_sequence_, request.value,
+                                            bytes});
+  Account(request.value, bytes);
+  if (plan_ != nullptr) {
+    // The pool grows only here while a plan serves.
+    steady_pool_ = std::max(steady_pool_.value_or(0),
+                            fallback_.GetStats()->pool_bytes);
+  }
+  return ptr;
+}
+
+void* PlannedServing::ServeFromPlan(const LoopEvent& request) {
+  const LoopPlan& plan = *plan_;
+  if (position_ == plan.requests.size() &&
+      (plan.shape.marked || !BeginIteration())) {
+    EndPlan();  // an iteration longer than planned, or frees missing
+    return nullptr;
+  }
+  const PlannedRequest& planned = plan.requests[position_];
+  if (!planned.request.SameRequest(request)) {
+    EndPlan();
+    return nullptr;
+  }
+  ++position_;
+  if (!planned.in_arena) return nullptr;
+  if (frontier_ < planned.frees_before) {
+    // A block planned to be freed by now is still live: its place may be
+    // too. The fallback serves this one; its planned free counts as made.
+    ++status_.late_frees;
+    MarkFreed(planned.free_rank);
+    return nullptr;
+  }
+  return arena_ + planned.offset;
+}
+
+bool PlannedServing::BeginIteration() {
+  if (frontier_ != plan_->arena_frees) return false;
+  position_ = 0;
+  frontier_ = 0;
+  std::fill(freed_.begin(), freed_.end(), 0);
+  ++status_.planned_iterations;  // the one that ends here
+  return true;
+}
+
+void PlannedServing::MarkFreed(uint32_t free_rank) {
+  freed_[free_rank] = 1;
+  while (frontier_ < freed_.size() && freed_[frontier_] != 0) ++frontier_;
+}
+
+absl::Status PlannedServing::Deallocate(void* ptr) {
+  std::lock_guard lock(mutex_);
+  if (InArena(ptr)) {
+    const uint64_t offset = static_cast<char*>(ptr) - arena_;
+    auto it = arena_live_.find(offset);
+    if (it == arena_live_.end()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "free of %p: not a live block (offset %d of the planned arena)", ptr,
+          offset));
+    }
+    const ArenaBlock block = it->second;
+    arena_live_.erase(it);
+    Unaccount(block.requested, block.bytes);
+    Log({.kind = LoopEventKind::kFree, .value = block.sequence});
+    if (plan_ != nullptr) MarkFreed(plan_->requests[block.position].free_rank);
+    ReleaseIdleArena();
+    return absl::OkStatus();
+  }
+  auto it = fallback_live_.find(ptr);
+  // Misuse: the fallback names it (it never handed the pointer out either).
+  if (it == fallback_live_.end()) return fallback_.CheckedDeallocate(ptr);
+  const FallbackBlock block = it->second;
+  if (absl::Status freed = fallback_.CheckedDeallocate(ptr); !freed.ok())
+    return freed;
+  fallback_live_.erase(it);
+  Unaccount(block.requested, block.bytes);
+  Log({.kind = LoopEventKind::kFree, .value = block.sequence});
+  return absl::OkStatus();
+}
+
+void PlannedServing::MarkIteration() {
+  std::lock_guard lock(mutex_);
+  Log({.kind = LoopEventKind::kMark});
+  if (plan_ == nullptr) {
+    MaybeTakeOver(/*at_mark=*/true);
+    return;
+  }
+  if (!plan_->shape.marked) return;
+  if (position_ != plan_->requests.size() || !BeginIteration()) EndPlan();
+}
+
+void PlannedServing::MaybeTakeOver(bool at_mark) {
+  if (ready_ == nullptr) {
+    if (!learner_.HasPlan()) return;
+    ready_ = learner_.TakePlan();
+    if (ready_ == nullptr) return;
+  }
+  const LoopShape& shape = ready_->shape;
+  if (shape.marked != at_mark) return;
+  // A plan found from marks begins at the next mark (this one); found from
+  // the period, at the next allocation that begins an iteration.
+  const bool at_boundary =
+      shape.marked || (next_sequence_ >= shape.first_sequence &&
+                       (next_sequence_ - shape.first_sequence) %
+                               shape.period ==
+                           0);
+  if (!at_boundary || !arena_live_.empty()) return;
+  ReleaseIdleArena();
+  std::shared_ptr<const LoopPlan> plan = std::move(ready_);
+  if (!TakeOver(plan)) learner_.Resume(/*rejected=*/true, plan->shape.key);
+}
+
+bool PlannedServing::TakeOver(std::shared_ptr<const LoopPlan> plan) {
+  void* arena = fallback_.Allocate(plan->arena_bytes, plan->arena_alignment);
+  if (arena == nullptr) return false;
+  // What the first iterations held beyond the arena goes back.
+  fallback_.ReleaseFreeRegions();
+  arena_ = static_cast<char*>(arena);
+  arena_bytes_ = plan->arena_bytes;
+  freed_.assign(plan->arena_frees, 0);
+  position_ = 0;
+  frontier_ = 0;
+  plan_ = std::move(plan);
+  ++status_.plans_taken_over;
+  iterations_before_plan_ = status_.planned_iterations;
+  steady_pool_ = fallback_.GetStats()->pool_bytes;
+  steady_requested_ = requested_;
+  return true;
+}
+
+void PlannedServing::EndPlan() {
+  const bool held = status_.planned_iterations > iterations_before_plan_;
+  learner_.Resume(/*rejected=*/!held, plan_->shape.key);
+  plan_ = nullptr;
+  ++status_.mismatches;
+  steady_pool_.reset();
+  steady_requested_.reset();
+  logged_since_learning_ = 0;
+  ReleaseIdleArena();
+}
+
+void PlannedServing::ReleaseIdleArena() {
+  if (arena_ == nullptr || plan_ != nullptr || !arena_live_.empty()) return;
+  fallback_.Deallocate(arena_);
+  arena_ = nullptr;
+  arena_bytes_ = 0;
+}
+
+void PlannedServing::Log(const LoopEvent& event) {
+  pending_.push_back(event);
+  ++logged_since_learning_;
+  const size_t chunk =
+      plan_ != nullptr ? kMaxChunkEvents
+                       : std::clamp<size_t>(logged_since_learning_ / 8,
+                                            kMinChunkEvents, kMaxChunkEvents);
+  if (pending_.size() < chunk && event.kind != LoopEventKind::kMark) return;
+  learner_.Submit(std::move(pending_));
+  pending_.clear();
+  pending_.reserve(kMaxChunkEvents);
+}
+
+void PlannedServing::Account(uint64_t requested, uint64_t bytes) {
+  ++num_allocs_;
+  in_use_ += bytes;
+  requested_ += requested;
+  peak_in_use_ = std::max(peak_in_use_, in_use_);
+  largest_alloc_ = std::max(largest_alloc_, bytes);
+}
+
+void PlannedServing::Unaccount(uint64_t requested, uint64_t bytes) {
+  in_use_ -= bytes;
+  requested_ -= requested;
+}
+
+bool PlannedServing::InArena(const void* ptr) const {
+  const char* p = static_cast<const char*>(ptr);
+  return arena_ != nullptr && p >= arena_ && p < arena_ + arena_bytes_;
+}
+
+void PlannedServing::FillStats(AllocatorStats& stats) const {
+  std::lock_guard lock(mutex_);
+  stats.num_allocs = num_allocs_;
+  stats.bytes_in_use = in_use_;
+  stats.peak_bytes_in_use = peak_in_use_;
+  stats.largest_alloc_size = largest_alloc_;
+  stats.bytes_requested = requested_;
+  stats.planned_iterations = status_.planned_iterations;
+  stats.steady_peak_pool_bytes = steady_pool_;
+  stats.steady_peak_bytes_requested = steady_requested_;
+}
+
+void PlannedServing::ClearStats() {
+  std::lock_guard lock(mutex_);
+  num_allocs_ = 0;
+  peak_in_use_ = in_use_;
+  largest_alloc_ = 0;
+}
+
+std::optional<size_t> PlannedServing::RequestedSize(const void* ptr) const {
+  std::lock_guard lock(mutex_);
+  if (InArena(ptr)) {
+    auto it = arena_live_.find(static_cast<const char*>(ptr) - arena_);
+    if (it == arena_live_.end()) return std::nullopt;
+    return it->second.requested;
+  }
+  auto it = fallback_live_.find(ptr);
+  if (it == fallback_live_.end()) return std::nullopt;
+  return it->second.requested;
+}
+
+std::optional<size_t> PlannedServing::AllocatedSize(const void* ptr) const {
+  std::lock_guard lock(mutex_);
+  if (InArena(ptr)) {
+    auto it = arena_live_.find(static_cast<const char*>(ptr) - arena_);
+    if (it == arena_live_.end()) return std::nullopt;
+    return it->second.bytes;
+  }
+  auto it = fallback_live_.find(ptr);
+  if (it == fallback_live_.end()) return std::nullopt;
+  return it->second.bytes;
+}
+
+PlannedAllocator::LoopStatus PlannedServing::Status() const {
+  std::lock_guard lock(mutex_);
+  PlannedAllocator::LoopStatus status = status_;
+  status.serving = plan_ != nullptr;
+  status.period = plan_ != nullptr ? plan_->shape.period : 0;
+  status.arena_bytes = arena_bytes_;
+  return status;
+}
+
+}  // namespace tensormem::alloc_internal

@@ -1,0 +1,268 @@
+// The planned policy: loops found and served from a plan, every deviation
+// served by the fallback, and never more memory than `tight`.
+#include "tensormem/alloc/planned_allocator.h"
+
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "alloc/loop_workloads.h"
+#include "gtest/gtest.h"
+#include "tensormem/alloc/allocator_spec.h"
+#include "tensormem/core/units.h"
+
+namespace tensormem {
+namespace {
+
+using testing::LoopCall;
+using testing::LoopDriver;
+using testing::TrainingStep;
+
+BuiltAllocator Build(std::string_view policy, std::string_view config = "") {
+  AllocatorSpec spec;
+  EXPECT_TRUE(SetAllocatorOption(spec, "policy", policy).ok());
+  EXPECT_TRUE(SetAllocatorOption(spec, "memory_limit", "16G").ok());
+  if (!config.empty()) {
+    EXPECT_TRUE(SetAllocatorOption(spec, "config", config).ok());
+  }
+  absl::StatusOr<BuiltAllocator> built = CreateAllocator(spec);
+  EXPECT_TRUE(built.ok()) << built.status();
+  return *std::move(built);
+}
+
+PlannedAllocator& Planned(BuiltAllocator& built) {
+  auto* planned = dynamic_cast<PlannedAllocator*>(built.allocator.get());
+  EXPECT_NE(planned, nullptr);
+  return *planned;
+}
+
+// Weights that live throughout, then `steps` training steps; the first step
+// also makes optimizer state (so it differs from the others).
+void Train(Allocator& allocator, LoopDriver& driver, int steps,
+           uint32_t seed = 7, int layers = 12) {
+  for (int w = 0; w < 4; ++w) driver.Allocate(-1 - w, 24 * kMiB);
+  for (int step = 0; step < steps; ++step) {
+    if (step == 0) driver.Allocate(-100, 48 * kMiB);  // optimizer state
+    driver.Run(TrainingStep(layers, seed, 16 * kMiB, 0));
+  }
+  (void)allocator;
+}
+
+TEST(PlannedAllocatorTest, LearnsATrainingLoopAndServesItFromThePlan) {
+  BuiltAllocator built = Build("planned", "planning:inline");
+  PlannedAllocator& planned = Planned(built);
+  LoopDriver driver(planned);
+  Train(planned, driver, 8);
+  const PlannedAllocator::LoopStatus status = planned.loop_status();
+  EXPECT_EQ(status.plans_taken_over, 1);
+  EXPECT_EQ(status.mismatches, 0);
+  EXPECT_GE(status.planned_iterations, 3);
+  EXPECT_TRUE(status.serving);
+  EXPECT_EQ(status.period, 36u);  // 12 layers x 3 allocations
+  EXPECT_GT(status.arena_blocks, 0);
+  EXPECT_TRUE(planned.fallback().CheckInvariants().ok());
+
+  const AllocatorStats stats = *planned.GetStats();
+  ASSERT_TRUE(stats.steady_peak_pool_bytes.has_value());
+  ASSERT_TRUE(stats.steady_peak_bytes_requested.has_value());
+  // Steady state: within 1% of live bytes plus the fallback's partial
+  // granule.
+  EXPECT_LE(*stats.steady_peak_pool_bytes,
+            *stats.steady_peak_bytes_requested * 1.01 + 2 * kMiB);
+}
+
+TEST(PlannedAllocatorTest, SteadyStateHoldsNoMoreThanTight) {
+  BuiltAllocator planned = Build("planned", "planning:inline");
+  BuiltAllocator tight = Build("tight");
+  {
+    LoopDriver planned_driver(*planned.allocator);
+    LoopDriver tight_driver(*tight.allocator);
+    Train(*planned.allocator, planned_driver, 8, 3);
+    Train(*tight.allocator, tight_driver, 8, 3);
+  }
+  const AllocatorStats planned_stats = *planned.allocator->GetStats();
+  const AllocatorStats tight_stats = *tight.allocator->GetStats();
+  EXPECT_LE(*planned_stats.steady_peak_pool_bytes, tight_stats.peak_pool_bytes);
+  EXPECT_LE(planned_stats.peak_pool_bytes,
+            tight_stats.peak_pool_bytes + 2 * kMiB);
+  EXPECT_EQ(planned_stats.bytes_in_use, 0u);
+  EXPECT_EQ(planned_stats.num_allocs, tight_stats.num_allocs);
+}
+
+TEST(PlannedAllocatorTest, MarkedIterationsAreTheLoop) {
+  BuiltAllocator built = Build("planned", "planning:inline");
+  PlannedAllocator& planned = Planned(built);
+  LoopDriver driver(planned);
+  driver.Allocate(-1, 64 * kMiB);
+  for (int step = 0; step < 6; ++step) {
+    planned.MarkIteration();
+    driver.Run(TrainingStep(5, 11, 8 * kMiB, 0));
+  }
+  planned.MarkIteration();
+  const PlannedAllocator::LoopStatus status = planned.loop_status();
+  EXPECT_EQ(status.plans_taken_over, 1);
+  EXPECT_EQ(status.period, 15u);
+  // Marks 1-3 bound the two iterations compared; the plan serves from mark 3.
+  EXPECT_EQ(status.planned_iterations, 4);
+  EXPECT_EQ(status.mismatches, 0);
+}
+
+// A request that differs from the plan, at every position of an iteration:
+// the fallback serves it, the plan ends, nothing overlaps, and the loop is
+// learnt again once it repeats.
+TEST(PlannedAllocatorTest, AnyDifferentRequestEndsThePlanSafely) {
+  const std::vector<LoopCall> step = TrainingStep(4, 5, 4 * kMiB, 0);
+  for (size_t changed = 0; changed < step.size(); ++changed) {
+    if (!step[changed].alloc) continue;
+    BuiltAllocator built = Build("planned", "planning:inline");
+    PlannedAllocator& planned = Planned(built);
+    LoopDriver driver(planned);
+    for (int i = 0; i < 6; ++i) driver.Run(step);
+    ASSERT_TRUE(planned.loop_status().serving) << "position " << changed;
+    std::vector<LoopCall> different = step;
+    different[changed].bytes += 4096;
+    driver.Run(different);
+    EXPECT_EQ(planned.loop_status().mismatches, 1) << "position " << changed;
+    for (int i = 0; i < 6; ++i) driver.Run(step);
+    const PlannedAllocator::LoopStatus status = planned.loop_status();
+    EXPECT_EQ(status.plans_taken_over, 2) << "position " << changed;
+    EXPECT_TRUE(status.serving) << "position " << changed;
+    EXPECT_TRUE(planned.fallback().CheckInvariants().ok());
+  }
+}
+
+TEST(PlannedAllocatorTest, ANewLoopIsLearntAfterTheOldOneEnds) {
+  BuiltAllocator built = Build("planned", "planning:inline");
+  PlannedAllocator& planned = Planned(built);
+  LoopDriver driver(planned);
+  for (int i = 0; i < 6; ++i) driver.Run(TrainingStep(6, 1, 8 * kMiB, 0));
+  const uint64_t first_arena = planned.loop_status().arena_bytes;
+  // A larger batch: every size changes.
+  for (int i = 0; i < 6; ++i) driver.Run(TrainingStep(6, 1, 12 * kMiB, 0));
+  const PlannedAllocator::LoopStatus status = planned.loop_status();
+  EXPECT_EQ(status.plans_taken_over, 2);
+  EXPECT_EQ(status.mismatches, 1);
+  EXPECT_TRUE(status.serving);
+  EXPECT_GT(status.arena_bytes, first_arena);
+}
+
+TEST(PlannedAllocatorTest, FreesOutOfOrderAreServedByTheFallback) {
+  BuiltAllocator built = Build("planned", "planning:inline");
+  PlannedAllocator& planned = Planned(built);
+  LoopDriver driver(planned);
+  const std::vector<LoopCall> step = TrainingStep(6, 9, 8 * kMiB, 0);
+  for (int i = 0; i < 6; ++i) driver.Run(step);
+  ASSERT_TRUE(planned.loop_status().serving);
+  // Hold the first temporary until the end: places planned after its free
+  // may still be taken by it.
+  std::vector<LoopCall> late = step;
+  auto first_free = std::find_if(late.begin(), late.end(), [&](auto& c) {
+    return !c.alloc && c.id == 0;
+  });
+  ASSERT_NE(first_free, late.end());
+  late.erase(first_free);
+  late.push_back({false, 0, 0});
+  for (int i = 0; i < 3; ++i) driver.Run(late);
+  const PlannedAllocator::LoopStatus status = planned.loop_status();
+  EXPECT_GT(status.late_frees, 0);
+  EXPECT_EQ(status.mismatches, 0);  // the requests themselves still match
+  EXPECT_TRUE(planned.fallback().CheckInvariants().ok());
+}
+
+TEST(PlannedAllocatorTest, WithoutALoopItHoldsWhatTightHolds) {
+  BuiltAllocator planned = Build("planned", "planning:inline");
+  BuiltAllocator tight = Build("tight");
+  for (BuiltAllocator* built : {&planned, &tight}) {
+    std::mt19937 random(42);
+    LoopDriver driver(*built->allocator);
+    std::vector<int> live;
+    for (int i = 0; i < 4000; ++i) {
+      if (!live.empty() && random() % 2 == 0) {
+        const size_t victim = random() % live.size();
+        driver.Free(live[victim]);
+        live[victim] = live.back();
+        live.pop_back();
+      } else {
+        driver.Allocate(i, 1 + random() % (4 * kMiB));
+        live.push_back(i);
+      }
+    }
+  }
+  const AllocatorStats planned_stats = *planned.allocator->GetStats();
+  const AllocatorStats tight_stats = *tight.allocator->GetStats();
+  EXPECT_EQ(Planned(planned).loop_status().plans_taken_over, 0);
+  EXPECT_EQ(planned_stats.peak_pool_bytes, tight_stats.peak_pool_bytes);
+}
+
+TEST(PlannedAllocatorTest, MisuseIsReportedAndChangesNothing) {
+  BuiltAllocator built = Build("planned", "planning:inline");
+  PlannedAllocator& planned = Planned(built);
+  const std::vector<LoopCall> step = TrainingStep(3, 2, kMiB, 0);
+  LoopDriver driver(planned);
+  for (int i = 0; i < 6; ++i) driver.Run(step);
+  ASSERT_TRUE(planned.loop_status().serving);
+  void* arena_block = planned.Allocate(step[0].bytes);
+  ASSERT_NE(arena_block, nullptr);
+  ASSERT_TRUE(planned.CheckedDeallocate(arena_block).ok());
+  const absl::Status twice = planned.CheckedDeallocate(arena_block);
+  EXPECT_FALSE(twice.ok());
+  EXPECT_NE(twice.message().find("not a live block"), std::string::npos)
+      << twice;
+  int on_stack = 0;
+  EXPECT_FALSE(planned.CheckedDeallocate(&on_stack).ok());
+  EXPECT_EQ(planned.GetStats()->bytes_in_use, 0u);
+  EXPECT_TRUE(planned.fallback().CheckInvariants().ok());
+}
+
+TEST(PlannedAllocatorTest, ThreadsShareItSafely) {
+  BuiltAllocator built = Build("planned");
+  PlannedAllocator& planned = Planned(built);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&planned, t] {
+      // Each thread runs its own loop: interleaved, the calls do not repeat.
+      const std::vector<LoopCall> step = TrainingStep(4, t, 256 * kKiB, 0);
+      std::vector<void*> blocks(64, nullptr);
+      for (int i = 0; i < 40; ++i) {
+        for (const LoopCall& call : step) {
+          if (call.alloc) {
+            blocks[call.id] = planned.Allocate(call.bytes);
+            ASSERT_NE(blocks[call.id], nullptr);
+          } else {
+            ASSERT_TRUE(planned.CheckedDeallocate(blocks[call.id]).ok());
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(planned.GetStats()->bytes_in_use, 0u);
+  EXPECT_TRUE(planned.fallback().CheckInvariants().ok());
+}
+
+TEST(PlannedAllocatorTest, BackgroundPlanningTakesOverWithoutBlocking) {
+  BuiltAllocator built = Build("planned");
+  PlannedAllocator& planned = Planned(built);
+  LoopDriver driver(planned);
+  const std::vector<LoopCall> step = TrainingStep(8, 4, 2 * kMiB, 0);
+  // The planner runs on its own thread: give it iterations, not time.
+  for (int i = 0; i < 2000 && !planned.loop_status().serving; ++i)
+    driver.Run(step);
+  EXPECT_TRUE(planned.loop_status().serving);
+  for (int i = 0; i < 3; ++i) driver.Run(step);
+  EXPECT_EQ(planned.loop_status().mismatches, 0);
+}
+
+TEST(PlannedAllocatorTest, PlanningModeIsChecked) {
+  AllocatorSpec spec;
+  ASSERT_TRUE(SetAllocatorOption(spec, "policy", "planned").ok());
+  ASSERT_TRUE(SetAllocatorOption(spec, "config", "planning:sometimes").ok());
+  const absl::Status status = ValidateAllocatorSpec(spec);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("background, inline"), std::string::npos)
+      << status;
+}
+
+}  // namespace
+}  // namespace tensormem
