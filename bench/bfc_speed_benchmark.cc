@@ -2,7 +2,8 @@
 //
 // Replay: the replay loop (trace parsed and prepared first, allocator warmed
 // by one pass) over five real training traces and a synthetic 1M-event
-// training trace, for the `tf` and `tight` policies; ns/op is the CPU time per
+// training trace, for the `tf`, `tight` and `planned` policies (`planned`
+// timed once its plan serves: each pass is an iteration of a loop); ns/op is the CPU time per
 // allocation or free. Cold: one pass from a new allocator each time (growth
 // included, as the policy table of `bench --policies` times it). Threads: 1, 2
 // and 4 threads each replaying their own stream into ONE allocator; compare
@@ -32,6 +33,7 @@
 #include "bfc_speed_workloads.h"
 #include "bfc_thread_workloads.h"
 #include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/alloc/planned_allocator.h"
 #include "tensormem/trace/replay_allocator.h"
 
 namespace tensormem::bench {
@@ -68,9 +70,22 @@ void BM_Replay(benchmark::State& state, std::string policy,
   std::unique_ptr<Allocator> allocator = MakeSpeedAllocator(policy, kCapacity);
   std::vector<void*> blocks(trace.slot_count(), nullptr);
   ReplayPass(trace, *allocator, blocks);  // warm: regions exist
+  // The planned policy is timed once its plan serves (each pass is one
+  // iteration of a loop); `serving` says whether it did.
+  auto* planned = dynamic_cast<PlannedAllocator*>(allocator.get());
+  for (int pass = 0; planned != nullptr && pass < 100 &&
+                     planned->loop_status().planned_iterations < 2;
+       ++pass) {
+    ReplayPass(trace, *allocator, blocks);
+  }
   int64_t operations = 0;
   for (auto _ : state) operations += ReplayPass(trace, *allocator, blocks);
   SetPerOpCounters(state, operations);
+  if (planned != nullptr) {
+    const PlannedAllocator::LoopStatus status = planned->loop_status();
+    state.counters["serving"] = status.serving ? 1 : 0;
+    state.counters["mismatches"] = static_cast<double>(status.mismatches);
+  }
 }
 
 // One pass from a new, empty allocator, as the policy table times it: growth
@@ -202,11 +217,12 @@ void RegisterAll() {
       }
     }
   }
-  for (const char* policy : {"tf", "tight"}) {
+  for (const char* policy : {"tf", "tight", "planned"}) {
     for (const std::string& workload : workloads) {
       benchmark::RegisterBenchmark(
           ("Replay/" + std::string(policy) + "/" + workload).c_str(), BM_Replay,
           policy, workload);
+      if (std::string_view(policy) == "planned") continue;
       benchmark::RegisterBenchmark(
           ("Cold/" + std::string(policy) + "/" + workload).c_str(),
           BM_ColdReplay, policy, workload);

@@ -38,11 +38,16 @@ void LoopLearner::Submit(std::vector<LoopEvent> events) {
   wake_.notify_one();
 }
 
-void LoopLearner::Resume(bool rejected, uint64_t key) {
+void LoopLearner::Resume(bool rejected, uint64_t key, uint64_t next_sequence) {
   std::lock_guard lock(mutex_);
   if (rejected) rejected_.insert(key);
   serving_ = false;
-  events_at_last_try_ = 0;  // try at the next chunk
+  ++generation_;
+  inbox_.clear();
+  history_ = LoopHistory{.first_sequence = next_sequence};
+  events_at_last_try_ = 0;
+  plan_ = nullptr;
+  has_plan_.store(false, std::memory_order_release);
 }
 
 std::shared_ptr<const LoopPlan> LoopLearner::TakePlan() {
@@ -85,15 +90,23 @@ void LoopLearner::Absorb(std::vector<LoopEvent> events,
   Trim();
   if (!DetectionDue(marked)) return;
   events_at_last_try_ = history_.events.size();
-  // Plan without the lock in the background, so Submit never waits; the
-  // history is only appended to by this thread, so a copy is not needed.
+  // Plan without the lock in the background, so Submit never waits; only
+  // this thread and Resume change the history, so it is read from a copy.
   const absl::flat_hash_set<uint64_t> rejected = rejected_;
-  if (background_) lock.unlock();
-  std::optional<LoopShape> shape = FindLoop(history_, rejected);
+  const uint64_t generation = generation_;
+  std::optional<LoopShape> shape;
   absl::StatusOr<LoopPlan> plan = absl::NotFoundError("no loop");
-  if (shape) plan = BuildLoopPlan(history_, *shape);
-  if (background_) lock.lock();
-  if (!shape) return;
+  if (background_) {
+    const LoopHistory history = history_;
+    lock.unlock();
+    shape = FindLoop(history, rejected);
+    if (shape) plan = BuildLoopPlan(history, *shape);
+    lock.lock();
+  } else {
+    shape = FindLoop(history_, rejected);
+    if (shape) plan = BuildLoopPlan(history_, *shape);
+  }
+  if (!shape || generation != generation_) return;
   if (!plan.ok()) {
     rejected_.insert(shape->key);
     return;

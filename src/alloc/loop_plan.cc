@@ -235,8 +235,13 @@ absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
     if (event.kind == LoopEventKind::kAlloc) {
       PlannedRequest& request = plan.requests[next++];
       request.frees_before = frees;
-      if (request.in_arena)
-        request.offset = placed->offsets[buffer_of[next - 1]];
+      if (!request.in_arena) continue;
+      request.offset = placed->offsets[buffer_of[next - 1]];
+      request.slot =
+          plan.slot_of_offset
+              .try_emplace(request.offset,
+                           static_cast<uint32_t>(plan.slot_of_offset.size()))
+              .first->second;
     } else if (event.kind == LoopEventKind::kFree &&
                event.value != kUnloggedBlock &&
                event.value >= shape.first_sequence &&

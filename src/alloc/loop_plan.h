@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 
@@ -84,6 +85,7 @@ struct PlannedRequest {
   // own free is number `free_rank` of that order.
   uint32_t frees_before = 0;
   uint32_t free_rank = 0;
+  uint32_t slot = 0;  // arena blocks: the index of `offset` among the plan's
 };
 
 struct LoopPlan {
@@ -93,6 +95,9 @@ struct LoopPlan {
   uint64_t arena_alignment = 256;
   uint32_t arena_frees = 0;  // arena blocks (each freed once per iteration)
   uint64_t peak_arena_live = 0;  // lower bound of arena_bytes
+  // The distinct offsets of arena blocks, numbered: at most one live block
+  // starts at each, so a free finds its block by one lookup.
+  absl::flat_hash_map<uint64_t, uint32_t> slot_of_offset;
 };
 
 // The plan for the iteration of `shape` in the history (which must hold it

@@ -34,9 +34,8 @@ void* PlannedServing::Allocate(const LoopEvent& request) {
   void* ptr = plan_ != nullptr ? ServeFromPlan(request) : nullptr;
   if (ptr != nullptr) {
     const PlannedRequest& planned = plan_->requests[position_ - 1];
-    arena_live_.emplace(planned.offset,
-                        ArenaBlock{position_ - 1, next_sequence_,
-                                   request.value, planned.bytes});
+    live_position_[planned.slot] = static_cast<int32_t>(position_ - 1);
+    ++arena_live_;
     ++status_.arena_blocks;
     Account(request.value, planned.bytes);
   } else {
@@ -47,22 +46,18 @@ void* PlannedServing::Allocate(const LoopEvent& request) {
       return nullptr;
     }
   }
-  Log(request);
-  ++next_sequence_;
-  if (plan_ != nullptr) {
+  if (plan_ == nullptr) {
+    Log(request);
+  } else {
     steady_requested_ = std::max(steady_requested_.value_or(0), requested_);
   }
+  ++next_sequence_;
   return ptr;
 }
 
 void* PlannedServing::AllocateFromFallback(const LoopEvent& request) {
   void* ptr = fallback_.Allocate(request.value, request.alignment,
                                  request.stream);
-  if (ptr == nullptr && arena_ != nullptr && plan_ == nullptr &&
-      arena_live_.empty()) {
-    ReleaseIdleArena();  // unreachable in practice: released at last free
-    ptr = fallback_.Allocate(request.value, request.alignment, request.stream);
-  }
   if (ptr == nullptr) return nullptr;
   const uint64_t bytes = fallback_.AllocatedSize(ptr).value_or(request.value);
   fallback_live_.emplace(ptr, FallbackBlock{next_sequence_, request.value,
@@ -117,19 +112,22 @@ void PlannedServing::MarkFreed(uint32_t free_rank) {
 absl::Status PlannedServing::Deallocate(void* ptr) {
   std::lock_guard lock(mutex_);
   if (InArena(ptr)) {
-    const uint64_t offset = static_cast<char*>(ptr) - arena_;
-    auto it = arena_live_.find(offset);
-    if (it == arena_live_.end()) {
+    const int32_t position = ArenaPosition(ptr);
+    if (position < 0) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "free of %p: not a live block (offset %d of the planned arena)", ptr,
-          offset));
+          static_cast<char*>(ptr) - arena_));
     }
-    const ArenaBlock block = it->second;
-    arena_live_.erase(it);
-    Unaccount(block.requested, block.bytes);
-    Log({.kind = LoopEventKind::kFree, .value = block.sequence});
-    if (plan_ != nullptr) MarkFreed(plan_->requests[block.position].free_rank);
-    ReleaseIdleArena();
+    const PlannedRequest& planned = arena_plan_->requests[position];
+    live_position_[planned.slot] = -1;
+    --arena_live_;
+    Unaccount(planned.request.value, planned.bytes);
+    if (plan_ != nullptr) {
+      MarkFreed(planned.free_rank);
+    } else {
+      Log({.kind = LoopEventKind::kFree, .value = kUnloggedBlock});
+      ReleaseIdleArena();
+    }
     return absl::OkStatus();
   }
   auto it = fallback_live_.find(ptr);
@@ -140,14 +138,22 @@ absl::Status PlannedServing::Deallocate(void* ptr) {
     return freed;
   fallback_live_.erase(it);
   Unaccount(block.requested, block.bytes);
-  Log({.kind = LoopEventKind::kFree, .value = block.sequence});
+  if (plan_ == nullptr)
+    Log({.kind = LoopEventKind::kFree, .value = block.sequence});
   return absl::OkStatus();
+}
+
+int32_t PlannedServing::ArenaPosition(const void* ptr) const {
+  const auto slot = arena_plan_->slot_of_offset.find(
+      static_cast<uint64_t>(static_cast<const char*>(ptr) - arena_));
+  if (slot == arena_plan_->slot_of_offset.end()) return -1;
+  return live_position_[slot->second];
 }
 
 void PlannedServing::MarkIteration() {
   std::lock_guard lock(mutex_);
-  Log({.kind = LoopEventKind::kMark});
   if (plan_ == nullptr) {
+    Log({.kind = LoopEventKind::kMark});
     MaybeTakeOver(/*at_mark=*/true);
     return;
   }
@@ -170,10 +176,13 @@ void PlannedServing::MaybeTakeOver(bool at_mark) {
                        (next_sequence_ - shape.first_sequence) %
                                shape.period ==
                            0);
-  if (!at_boundary || !arena_live_.empty()) return;
+  if (!at_boundary || arena_live_ != 0) return;
   ReleaseIdleArena();
   std::shared_ptr<const LoopPlan> plan = std::move(ready_);
-  if (!TakeOver(plan)) learner_.Resume(/*rejected=*/true, plan->shape.key);
+  if (!TakeOver(plan)) {
+    learner_.Resume(/*rejected=*/true, plan->shape.key, next_sequence_);
+    logged_since_learning_ = 0;
+  }
 }
 
 bool PlannedServing::TakeOver(std::shared_ptr<const LoopPlan> plan) {
@@ -182,11 +191,14 @@ bool PlannedServing::TakeOver(std::shared_ptr<const LoopPlan> plan) {
   // What the first iterations held beyond the arena goes back.
   fallback_.ReleaseFreeRegions();
   arena_ = static_cast<char*>(arena);
-  arena_bytes_ = plan->arena_bytes;
+  live_position_.assign(plan->slot_of_offset.size(), -1);
   freed_.assign(plan->arena_frees, 0);
   position_ = 0;
   frontier_ = 0;
+  arena_plan_ = plan;
   plan_ = std::move(plan);
+  // Nothing is logged while the plan serves (EndPlan starts a new history).
+  pending_.clear();
   ++status_.plans_taken_over;
   iterations_before_plan_ = status_.planned_iterations;
   steady_pool_ = fallback_.GetStats()->pool_bytes;
@@ -196,7 +208,7 @@ bool PlannedServing::TakeOver(std::shared_ptr<const LoopPlan> plan) {
 
 void PlannedServing::EndPlan() {
   const bool held = status_.planned_iterations > iterations_before_plan_;
-  learner_.Resume(/*rejected=*/!held, plan_->shape.key);
+  learner_.Resume(/*rejected=*/!held, plan_->shape.key, next_sequence_);
   plan_ = nullptr;
   ++status_.mismatches;
   steady_pool_.reset();
@@ -206,10 +218,10 @@ void PlannedServing::EndPlan() {
 }
 
 void PlannedServing::ReleaseIdleArena() {
-  if (arena_ == nullptr || plan_ != nullptr || !arena_live_.empty()) return;
+  if (arena_ == nullptr || plan_ != nullptr || arena_live_ != 0) return;
   fallback_.Deallocate(arena_);
   arena_ = nullptr;
-  arena_bytes_ = 0;
+  arena_plan_ = nullptr;
 }
 
 void PlannedServing::Log(const LoopEvent& event) {
@@ -240,7 +252,8 @@ void PlannedServing::Unaccount(uint64_t requested, uint64_t bytes) {
 
 bool PlannedServing::InArena(const void* ptr) const {
   const char* p = static_cast<const char*>(ptr);
-  return arena_ != nullptr && p >= arena_ && p < arena_ + arena_bytes_;
+  return arena_ != nullptr && p >= arena_ &&
+         p < arena_ + arena_plan_->arena_bytes;
 }
 
 void PlannedServing::FillStats(AllocatorStats& stats) const {
@@ -265,9 +278,9 @@ void PlannedServing::ClearStats() {
 std::optional<size_t> PlannedServing::RequestedSize(const void* ptr) const {
   std::lock_guard lock(mutex_);
   if (InArena(ptr)) {
-    auto it = arena_live_.find(static_cast<const char*>(ptr) - arena_);
-    if (it == arena_live_.end()) return std::nullopt;
-    return it->second.requested;
+    const int32_t position = ArenaPosition(ptr);
+    if (position < 0) return std::nullopt;
+    return arena_plan_->requests[position].request.value;
   }
   auto it = fallback_live_.find(ptr);
   if (it == fallback_live_.end()) return std::nullopt;
@@ -277,9 +290,9 @@ std::optional<size_t> PlannedServing::RequestedSize(const void* ptr) const {
 std::optional<size_t> PlannedServing::AllocatedSize(const void* ptr) const {
   std::lock_guard lock(mutex_);
   if (InArena(ptr)) {
-    auto it = arena_live_.find(static_cast<const char*>(ptr) - arena_);
-    if (it == arena_live_.end()) return std::nullopt;
-    return it->second.bytes;
+    const int32_t position = ArenaPosition(ptr);
+    if (position < 0) return std::nullopt;
+    return arena_plan_->requests[position].bytes;
   }
   auto it = fallback_live_.find(ptr);
   if (it == fallback_live_.end()) return std::nullopt;
@@ -291,7 +304,7 @@ PlannedAllocator::LoopStatus PlannedServing::Status() const {
   PlannedAllocator::LoopStatus status = status_;
   status.serving = plan_ != nullptr;
   status.period = plan_ != nullptr ? plan_->shape.period : 0;
-  status.arena_bytes = arena_bytes_;
+  status.arena_bytes = arena_plan_ != nullptr ? arena_plan_->arena_bytes : 0;
   return status;
 }
 

@@ -42,12 +42,6 @@ class PlannedServing {
   PlannedAllocator::LoopStatus Status() const;
 
  private:
-  struct ArenaBlock {
-    uint32_t position;  // in the iteration
-    uint64_t sequence;
-    uint64_t requested;
-    uint64_t bytes;
-  };
   struct FallbackBlock {
     uint64_t sequence;
     uint64_t requested;
@@ -67,6 +61,8 @@ class PlannedServing {
   bool TakeOver(std::shared_ptr<const LoopPlan> plan);
   void EndPlan();             // a request broke it: learn again
   void ReleaseIdleArena();    // once no plan serves and nothing lives in it
+  // The position of the live arena block at `ptr` in arena_plan_, or -1.
+  int32_t ArenaPosition(const void* ptr) const;
   void Log(const LoopEvent& event);
   void Account(uint64_t requested, uint64_t bytes);
   void Unaccount(uint64_t requested, uint64_t bytes);
@@ -82,15 +78,16 @@ class PlannedServing {
   size_t logged_since_learning_ = 0;  // began or resumed
   std::shared_ptr<const LoopPlan> ready_;  // found, waiting for its boundary
 
-  // Serving.
-  std::shared_ptr<const LoopPlan> plan_;
+  // Serving. `arena_plan_` placed the arena now held; `plan_` is it while
+  // it serves, nullptr once it ended (its blocks may still be live).
+  std::shared_ptr<const LoopPlan> plan_, arena_plan_;
   int64_t iterations_before_plan_ = 0;  // status_.planned_iterations then
   uint32_t position_ = 0;
   uint32_t frontier_ = 0;
   std::vector<uint8_t> freed_;  // by free rank, this iteration
   char* arena_ = nullptr;
-  uint64_t arena_bytes_ = 0;
-  absl::flat_hash_map<uint64_t, ArenaBlock> arena_live_;  // by offset
+  std::vector<int32_t> live_position_;  // by slot: the live block, or -1
+  size_t arena_live_ = 0;
   absl::flat_hash_map<const void*, FallbackBlock> fallback_live_;
 
   // Statistics.

@@ -254,6 +254,11 @@ class ReplayRun {
                                 ? 0
                                 : static_cast<double>(metrics.peak_pool_bytes) /
                                       metrics.peak_live_bytes;
+    if (metrics.stats) {
+      metrics.planned_iterations = metrics.stats->planned_iterations;
+      metrics.steady_pool_bytes = metrics.stats->steady_peak_pool_bytes;
+      metrics.steady_live_bytes = metrics.stats->steady_peak_bytes_requested;
+    }
   }
 
   const PreparedTrace& trace_;

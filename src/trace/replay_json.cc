@@ -13,6 +13,12 @@ nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats) {
       {"peak_pool_bytes", stats.peak_pool_bytes},
       {"largest_free_block_bytes", stats.largest_free_block_bytes}};
   if (stats.bytes_limit) json["bytes_limit"] = *stats.bytes_limit;
+  if (stats.steady_peak_pool_bytes) {
+    json["planned_iterations"] = stats.planned_iterations;
+    json["steady_peak_pool_bytes"] = *stats.steady_peak_pool_bytes;
+    json["steady_peak_bytes_requested"] =
+        stats.steady_peak_bytes_requested.value_or(0);
+  }
   // The same state as PyTorch's torch.cuda.memory_stats() names it.
   json["pytorch"] = {{"allocated_bytes", stats.bytes_in_use},
                      {"allocated_bytes_peak", stats.peak_bytes_in_use},
@@ -28,7 +34,7 @@ nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats) {
 }
 
 nlohmann::json ReplayMetricsToJson(const ReplayMetrics& metrics) {
-  return {{"allocator", metrics.allocator},
+  nlohmann::json json = {{"allocator", metrics.allocator},
           {"events", metrics.events},
           {"allocs", metrics.allocs},
           {"frees", metrics.frees},
@@ -43,6 +49,17 @@ nlohmann::json ReplayMetricsToJson(const ReplayMetrics& metrics) {
           {"ns_per_op", metrics.ns_per_op},
           {"stats", metrics.stats ? AllocatorStatsToJson(*metrics.stats)
                                   : nlohmann::json()}};
+  if (metrics.steady_pool_bytes && metrics.steady_live_bytes) {
+    json["planned_iterations"] = metrics.planned_iterations;
+    json["steady_pool_bytes"] = *metrics.steady_pool_bytes;
+    json["steady_live_bytes"] = *metrics.steady_live_bytes;
+    json["steady_ratio"] =
+        *metrics.steady_live_bytes == 0
+            ? 0.0
+            : static_cast<double>(*metrics.steady_pool_bytes) /
+                  *metrics.steady_live_bytes;
+  }
+  return json;
 }
 
 }  // namespace tensormem

@@ -115,6 +115,13 @@ struct ReplayMetrics {
   uint64_t peak_in_use_bytes = 0;
   uint64_t peak_pool_bytes = 0;
   double fragmentation = 0;  // peak_pool / peak_live; 0 when nothing was live
+  // Allocators that learn loops (the planned policy): whole iterations
+  // served from a plan, and from the iteration the last plan took over, the
+  // peak pool and the peak of live bytes; unset when no plan serves at the
+  // end.
+  int64_t planned_iterations = 0;
+  std::optional<uint64_t> steady_pool_bytes;
+  std::optional<uint64_t> steady_live_bytes;
   double seconds = 0;        // of the timing pass; 0 when not measured
   double ns_per_op = 0;
   std::optional<AllocatorStats> stats;  // the allocator's, at the end
