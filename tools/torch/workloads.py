@@ -7,10 +7,16 @@ Inference runs under torch.no_grad() in eval mode. Training runs a forward pass 
 train mode, a cross-entropy loss against fixed random labels (per pixel for
 segmentation models), backward, and an SGD step with momentum 0.9. Everything is
 seeded, so two runs in one thread compute bit-identical values.
+
+The language models (language_models.py: transformer, transformer_varlen) take no
+resolution: each step draws a token batch of its sequence length (listed in
+step.sequence_lengths); training is next-token cross-entropy, backward, gradient
+clipping at norm 1 and an AdamW step; inference returns the logits.
 """
 
 import torch
 
+import language_models
 import models
 
 MODES = ("infer", "train")
@@ -20,6 +26,10 @@ def make_step(name, mode, batch, resolution=None, seed=0):
     """Builds the model (allocating its weights now) and returns a callable step."""
     if mode not in MODES:
         raise ValueError(f"unknown mode '{mode}'; known: {', '.join(MODES)}")
+    if name in language_models.names():
+        if resolution is not None:
+            raise ValueError(f"{name} takes no resolution")
+        return _language_step(name, mode, batch, seed)
     model, example = models.build(name, batch, resolution, seed=seed)
     if mode == "infer":
         model.eval()
@@ -49,3 +59,36 @@ def make_step(name, mode, batch, resolution=None, seed=0):
 
     train.model = model
     return train
+
+
+def _language_step(name, mode, batch, seed):
+    model = language_models.build(name, seed=seed)
+    batches = language_models.SequenceLengths(name, seed=seed)
+    if mode == "infer":
+        model.eval()
+
+        def infer():
+            tokens = batches.batch(batch)
+            with torch.no_grad():
+                return model(tokens[:, :-1])
+
+        step = infer
+    else:
+        model.train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def train():
+            optimizer.zero_grad(set_to_none=True)
+            tokens = batches.batch(batch)
+            logits = model(tokens[:, :-1])
+            loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            return loss.detach()
+
+        step = train
+    step.model = model
+    step.sequence_lengths = batches.lengths
+    return step
