@@ -91,8 +91,9 @@ BuiltAllocator WrapIfPlanned(const AllocatorSpec& spec, uint64_t limit,
   built.allocator.release();  // owned by the planned allocator from here
   built.allocator = std::make_unique<PlannedAllocator>(
       std::unique_ptr<BfcAllocator>(built.bfc),
-      PlannedAllocatorOptions{.background_planning =
-                                  planning == LoopPlanning::kBackground});
+      PlannedAllocatorOptions{
+          .background_planning = planning == LoopPlanning::kBackground,
+          .growth_allowance = spec.granule});
   return built;
 }
 

@@ -291,6 +291,17 @@ bool BfcAllocator::ReleaseFreeRegions() {
   return core_->ReleaseFreeRegions() || released;
 }
 
+bool BfcAllocator::TrimFreeMemory() {
+  bool trimmed = false;
+  if (pools_ != nullptr) {
+    pools_->ForEachMade(
+        [&](BfcAllocator& pool) { trimmed |= pool.TrimFreeMemory(); });
+  }
+  std::lock_guard lock(mutex_);
+  trimmed |= core_->ReleaseFreeRegions();
+  return core_->DecommitAllFreeGranules() || trimmed;
+}
+
 bool BfcAllocator::AddRegion(size_t bytes, size_t request_bytes,
                              int32_t stream) {
   std::lock_guard lock(mutex_);

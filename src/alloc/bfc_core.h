@@ -111,6 +111,9 @@ class alignas(64) BfcCore {
   // Returns regions without in-use chunks to the upstream, and trailing
   // pieces of coalesced regions that hold nothing in use; false if none.
   bool ReleaseFreeRegions();
+  // bfc_decommit.cc: DecommitFreeGranules for every pool, all it finds;
+  // false when nothing went back (or the policy or upstream cannot).
+  bool DecommitAllFreeGranules();
 
   void SetTimingCounter(SharedCounter* counter) { timing_counter_ = counter; }
   // Raises the safe frontier (never lowers it); true when it rose.

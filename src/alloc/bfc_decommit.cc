@@ -88,6 +88,14 @@ void BfcCore::DecommitFreeGranules(int pool, uint64_t wanted) {
   }
 }
 
+bool BfcCore::DecommitAllFreeGranules() {
+  if (decommit_granule_ == 0) return false;
+  const uint64_t before = decommitted_bytes_;
+  for (size_t pool = 0; pool < indexes_.size(); ++pool)
+    DecommitFreeGranules(static_cast<int>(pool), UINT64_MAX);
+  return decommitted_bytes_ > before;
+}
+
 bool BfcCore::DecommitInside(ChunkHandle handle) {
   const BfcChunk& chunk = map_.chunk(handle);
   const uint64_t begin = RoundUp(chunk.address, decommit_granule_);

@@ -38,14 +38,17 @@ void LoopLearner::Submit(std::vector<LoopEvent> events) {
   wake_.notify_one();
 }
 
-void LoopLearner::Resume(bool rejected, uint64_t key, uint64_t next_sequence) {
+void LoopLearner::Resume(Outcome outcome, uint64_t key,
+                         uint64_t next_sequence) {
   std::lock_guard lock(mutex_);
-  if (rejected) rejected_.insert(key);
+  if (outcome != Outcome::kChanged) rejected_.insert(key);
+  if (outcome == Outcome::kChanged) {
+    inbox_.clear();
+    history_ = LoopHistory{.first_sequence = next_sequence};
+    events_at_last_try_ = 0;
+  }
   serving_ = false;
-  ++generation_;
-  inbox_.clear();
-  history_ = LoopHistory{.first_sequence = next_sequence};
-  events_at_last_try_ = 0;
+  ++generation_;  // a plan being built now was found before this one ended
   plan_ = nullptr;
   has_plan_.store(false, std::memory_order_release);
 }

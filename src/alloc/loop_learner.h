@@ -38,13 +38,15 @@ class LoopLearner {
   // Appends calls to the history (in order, numbered from allocation 0).
   // Detection runs when enough arrived since the last try, or at a mark.
   void Submit(std::vector<LoopEvent> events);
-  // The plan taken stopped serving: learning resumes with an empty history
-  // whose first allocation is `next_sequence` (nothing is logged while a
-  // plan serves). A plan that did not hold for one iteration (or could not
-  // be served) is `rejected`: that loop is never planned again (a repetition
-  // inside an iteration, such as a stack of equal layers, looks like a loop
-  // until it ends).
-  void Resume(bool rejected, uint64_t key, uint64_t next_sequence);
+  // Why a plan taken stopped serving (or never began).
+  enum class Outcome {
+    kNotALoop,  // it did not hold one iteration: never plan that loop again
+    kNoRoom,    // its arena could not be had without growing the pool:
+                // never plan it again either (it would not fit better later)
+    kChanged,   // it held, then the program changed: learn afresh from
+                // allocation `next_sequence` on
+  };
+  void Resume(Outcome outcome, uint64_t key, uint64_t next_sequence);
 
   bool HasPlan() const { return has_plan_.load(std::memory_order_acquire); }
   // The plan found, once (nullptr when none). Until Resume nothing more is
@@ -70,7 +72,7 @@ class LoopLearner {
   size_t events_at_last_try_ = 0;
   absl::flat_hash_set<uint64_t> rejected_;
   std::shared_ptr<const LoopPlan> plan_;
-  uint64_t generation_ = 0;  // of the history: plans of an older one are void
+  uint64_t generation_ = 0;  // Resume calls: plans found before one are void
   std::atomic<bool> has_plan_{false};
   int64_t plans_built_ = 0;
   std::thread thread_;  // last: started once the rest is ready

@@ -13,6 +13,10 @@ namespace {
 
 // Offsets and sizes in the arena are multiples of this, as BFC chunks are.
 constexpr uint64_t kArenaGranularity = 256;
+// An iteration may hand on at most 1/this of the bytes it allocates to the
+// next (loss values, a step counter); more, and it is a repetition inside an
+// iteration.
+constexpr uint64_t kMaxOutlivingShare = 8;
 
 // A request's hash, the same in every process (keys must compare across
 // runs of the detector, not only within one).
@@ -129,13 +133,24 @@ std::optional<LoopShape> FindLoop(
   if (!index.marks.empty()) return FindMarkedLoop(history, index, rejected);
   const size_t n = index.allocs.size();
   const std::vector<size_t> z = RepeatLengths(history, index);
+  // Periods that repeat a whole iteration and one allocation more, by the
+  // stretch they explain (longest first), then by period (shortest first).
+  std::vector<std::pair<size_t, size_t>> candidates;  // (-span, period)
+  for (size_t p = 1; 2 * p + 1 <= n; ++p) {
+    if (z[p] >= p + 1) candidates.emplace_back(n - (z[p] + p), p);
+  }
+  std::sort(candidates.begin(), candidates.end());
   size_t best_period = 0, best_span = 0;
   uint64_t best_key = 0;
-  for (size_t p = 1; 2 * p + 1 <= n; ++p) {
-    if (z[p] < p + 1 || z[p] + p <= best_span) continue;
+  for (const auto& [unexplained, p] : candidates) {
+    // A repetition inside an iteration (equal layers, a loop over
+    // parameters) explains a stretch; the program's loop, once seen twice,
+    // most of what was logged.
+    if (2 * (n - unexplained) < n) break;
     const uint64_t key = LoopKey(history, index, n - p, p);
     if (rejected.contains(key)) continue;
-    best_period = p, best_span = z[p] + p, best_key = key;
+    best_period = p, best_span = n - unexplained, best_key = key;
+    break;
   }
   if (best_period == 0) return std::nullopt;
   // Begin the iteration where the fewest bytes are live: blocks that cross
@@ -179,6 +194,75 @@ absl::StatusOr<std::pair<size_t, size_t>> IterationEvents(
 
 }  // namespace
 
+namespace {
+
+// When one allocation of the iteration is freed, in event times counted from
+// the iteration's first event: within it, or within the next one.
+struct Lifetime {
+  int64_t allocated = -1;
+  int64_t freed = -1;       // in this iteration; -1: not in it
+  int64_t freed_next = -1;  // in the next; -1: not in it either
+};
+
+std::vector<Lifetime> Lifetimes(const LoopHistory& history,
+                                const LoopShape& shape, size_t begin,
+                                size_t end) {
+  std::vector<Lifetime> lifetimes(shape.period);
+  const size_t next_end = std::min(history.events.size(), end + (end - begin));
+  size_t next = 0;
+  for (size_t e = begin; e < next_end; ++e) {
+    const LoopEvent& event = history.events[e];
+    if (event.kind == LoopEventKind::kAlloc && e < end) {
+      lifetimes[next++].allocated = static_cast<int64_t>(e - begin);
+    }
+    if (event.kind != LoopEventKind::kFree || event.value == kUnloggedBlock ||
+        event.value < shape.first_sequence ||
+        event.value - shape.first_sequence >= shape.period) {
+      continue;
+    }
+    Lifetime& lifetime = lifetimes[event.value - shape.first_sequence];
+    if (e < end) {
+      lifetime.freed = static_cast<int64_t>(e - begin);
+    } else {
+      lifetime.freed_next = static_cast<int64_t>(e - end);
+    }
+  }
+  return lifetimes;
+}
+
+// Offsets, frees_before and free_rank: the order of the arena's frees within
+// the iteration, and how many each allocation waits for.
+void OrderFrees(const LoopHistory& history, size_t begin, size_t end,
+                const std::vector<uint64_t>& offsets,
+                const std::vector<size_t>& buffer_of, LoopPlan& plan) {
+  uint32_t frees = 0;
+  size_t next = 0;
+  const uint64_t first = plan.shape.first_sequence;
+  for (size_t e = begin; e < end; ++e) {
+    const LoopEvent& event = history.events[e];
+    if (event.kind == LoopEventKind::kAlloc) {
+      PlannedRequest& request = plan.requests[next];
+      request.frees_before = frees;
+      if (request.in_arena) {
+        request.offset = offsets[buffer_of[next]];
+        request.slot =
+            plan.slot_of_offset
+                .try_emplace(request.offset,
+                             static_cast<uint32_t>(plan.slot_of_offset.size()))
+                .first->second;
+      }
+      ++next;
+    } else if (event.kind == LoopEventKind::kFree &&
+               event.value != kUnloggedBlock && event.value >= first &&
+               event.value - first < plan.shape.period) {
+      plan.requests[event.value - first].free_rank = frees++;
+    }
+  }
+  plan.arena_frees = frees;
+}
+
+}  // namespace
+
 absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
                                        const LoopShape& shape) {
   const IndexedHistory index = Index(history);
@@ -189,37 +273,44 @@ absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
   LoopPlan plan;
   plan.shape = shape;
   plan.requests.resize(shape.period);
-  std::vector<int64_t> allocated_at(shape.period, -1);
+  const std::vector<Lifetime> lifetimes =
+      Lifetimes(history, shape, begin, end);
   BufferSet set;
   std::vector<size_t> buffer_of(shape.period, 0);
-  size_t next = 0;
-  for (size_t e = begin; e < end; ++e) {
-    const LoopEvent& event = history.events[e];
-    const int64_t time = static_cast<int64_t>(e - begin);
-    if (event.kind == LoopEventKind::kAlloc) {
-      plan.requests[next].request = event;
-      allocated_at[next++] = time;
-      continue;
-    }
-    if (event.kind != LoopEventKind::kFree || event.value == kUnloggedBlock ||
-        event.value < shape.first_sequence ||
-        event.value - shape.first_sequence >= shape.period) {
-      continue;
-    }
-    const size_t j = event.value - shape.first_sequence;
+  uint64_t outliving = 0, arena_total = 0;
+  for (size_t j = 0; j < shape.period; ++j) {
     PlannedRequest& request = plan.requests[j];
-    request.in_arena = true;
+    request.request = history.events[index.allocs[shape.first_sequence -
+                                                  history.first_sequence + j]];
+    const Lifetime& lifetime = lifetimes[j];
+    // A block freed in the next iteration before its own next instance is
+    // made (gradients kept until the next step clears them) holds its place
+    // for the whole iteration.
+    request.wraps = lifetime.freed < 0 && lifetime.freed_next >= 0 &&
+                    lifetime.freed_next < lifetime.allocated;
+    request.in_arena = lifetime.freed >= 0 || request.wraps;
+    (request.in_arena ? arena_total : outliving) += request.request.value;
+    if (!request.in_arena) continue;
     request.bytes = (request.request.value + kArenaGranularity - 1) /
                     kArenaGranularity * kArenaGranularity;
     plan.arena_alignment =
         std::max<uint64_t>(plan.arena_alignment, request.request.alignment);
     buffer_of[j] = set.buffers.size();
-    set.buffers.push_back(
-        Buffer{.id = j, .lower = allocated_at[j], .upper = time,
-               .size = request.bytes});
+    set.buffers.push_back(Buffer{
+        .id = j,
+        .lower = request.wraps ? 0 : lifetime.allocated,
+        .upper = request.wraps ? static_cast<int64_t>(end - begin)
+                               : lifetime.freed,
+        .size = request.bytes});
   }
-  if (set.buffers.empty())
-    return absl::FailedPreconditionError("no block lives within the iteration");
+  // A stretch that repeats inside a real iteration (a stack of equal layers)
+  // hands blocks on from one repetition to the next: at a true iteration
+  // boundary almost nothing the iteration made is still live.
+  if (set.buffers.empty() || outliving * kMaxOutlivingShare > arena_total) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "not an iteration: ", outliving, " of the bytes it allocates outlive "
+        "it, ", arena_total, " do not"));
+  }
   PlanOptions options;
   options.alignment = plan.arena_alignment;
   absl::StatusOr<PlanResult> placed =
@@ -227,29 +318,7 @@ absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
   if (!placed.ok()) return placed.status();
   plan.arena_bytes = placed->total_size;
   plan.peak_arena_live = placed->lower_bound;
-  // The order of the arena's frees, and how many each allocation waits for.
-  uint32_t frees = 0;
-  next = 0;
-  for (size_t e = begin; e < end; ++e) {
-    const LoopEvent& event = history.events[e];
-    if (event.kind == LoopEventKind::kAlloc) {
-      PlannedRequest& request = plan.requests[next++];
-      request.frees_before = frees;
-      if (!request.in_arena) continue;
-      request.offset = placed->offsets[buffer_of[next - 1]];
-      request.slot =
-          plan.slot_of_offset
-              .try_emplace(request.offset,
-                           static_cast<uint32_t>(plan.slot_of_offset.size()))
-              .first->second;
-    } else if (event.kind == LoopEventKind::kFree &&
-               event.value != kUnloggedBlock &&
-               event.value >= shape.first_sequence &&
-               event.value - shape.first_sequence < shape.period) {
-      plan.requests[event.value - shape.first_sequence].free_rank = frees++;
-    }
-  }
-  plan.arena_frees = frees;
+  OrderFrees(history, begin, end, placed->offsets, buffer_of, plan);
   return plan;
 }
 

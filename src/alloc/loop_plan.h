@@ -67,7 +67,8 @@ struct LoopShape {
 // two whole marked iterations when they make the same requests in the same
 // order; without, the period p with the longest stretch of the log explained
 // (the last p + q allocations repeat with period p, q > p: a full iteration
-// seen twice and one allocation more), shortest on ties. Loops whose key is in
+// seen twice and one allocation more), shortest on ties, when that stretch
+// holds at least half the logged allocations. Loops whose key is in
 // `rejected` (plans that did not hold) are skipped.
 std::optional<LoopShape> FindLoop(const LoopHistory& history,
                                   const absl::flat_hash_set<uint64_t>& rejected);
@@ -76,13 +77,17 @@ std::optional<LoopShape> FindLoop(const LoopHistory& history,
 struct PlannedRequest {
   LoopEvent request;  // kAlloc: what must be asked for
   // In the arena at `offset`, or (`in_arena` false) left to the fallback: it
-  // outlives the iteration.
+  // outlives the iteration. A block that `wraps` is freed in the next
+  // iteration, before its next instance is made: its place is its own for
+  // the whole iteration.
   bool in_arena = false;
+  bool wraps = false;
   uint64_t offset = 0;
   uint64_t bytes = 0;  // reserved in the arena (the request, rounded)
   // The arena block may be handed out once the first `frees_before` frees
   // of arena blocks of this iteration (in the order planned) were made; its
-  // own free is number `free_rank` of that order.
+  // own free is number `free_rank` of that order (blocks that wrap: once
+  // their previous instance was freed; they have no rank).
   uint32_t frees_before = 0;
   uint32_t free_rank = 0;
   uint32_t slot = 0;  // arena blocks: the index of `offset` among the plan's
@@ -93,7 +98,7 @@ struct LoopPlan {
   std::vector<PlannedRequest> requests;  // shape.period of them, in order
   uint64_t arena_bytes = 0;
   uint64_t arena_alignment = 256;
-  uint32_t arena_frees = 0;  // arena blocks (each freed once per iteration)
+  uint32_t arena_frees = 0;  // frees of arena blocks within an iteration
   uint64_t peak_arena_live = 0;  // lower bound of arena_bytes
   // The distinct offsets of arena blocks, numbered: at most one live block
   // starts at each, so a free finds its block by one lookup.

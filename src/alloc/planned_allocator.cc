@@ -10,7 +10,8 @@ PlannedAllocator::PlannedAllocator(std::unique_ptr<BfcAllocator> fallback,
                                    PlannedAllocatorOptions options)
     : fallback_(std::move(fallback)),
       serving_(std::make_unique<alloc_internal::PlannedServing>(
-          *fallback_, options.background_planning)) {}
+          *fallback_, options.background_planning,
+          options.growth_allowance)) {}
 
 PlannedAllocator::~PlannedAllocator() = default;
 

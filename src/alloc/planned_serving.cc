@@ -19,8 +19,11 @@ constexpr size_t kMaxChunkEvents = 4096;
 }  // namespace
 
 PlannedServing::PlannedServing(BfcAllocator& fallback,
-                               bool background_planning)
-    : fallback_(fallback), learner_(background_planning) {
+                               bool background_planning,
+                               uint64_t growth_allowance)
+    : fallback_(fallback),
+      growth_allowance_(growth_allowance),
+      learner_(background_planning) {
   pending_.reserve(kMaxChunkEvents);
 }
 
@@ -30,11 +33,11 @@ PlannedServing::~PlannedServing() {
 
 void* PlannedServing::Allocate(const LoopEvent& request) {
   std::lock_guard lock(mutex_);
-  if (plan_ == nullptr) MaybeTakeOver(/*at_mark=*/false);
+  if (plan_ == nullptr) MaybeTakeOver(&request);
   void* ptr = plan_ != nullptr ? ServeFromPlan(request) : nullptr;
   if (ptr != nullptr) {
     const PlannedRequest& planned = plan_->requests[position_ - 1];
-    live_position_[planned.slot] = static_cast<int32_t>(position_ - 1);
+    live_[planned.slot] = {static_cast<int32_t>(position_ - 1), next_sequence_};
     ++arena_live_;
     ++status_.arena_blocks;
     Account(request.value, planned.bytes);
@@ -46,11 +49,8 @@ void* PlannedServing::Allocate(const LoopEvent& request) {
       return nullptr;
     }
   }
-  if (plan_ == nullptr) {
-    Log(request);
-  } else {
-    steady_requested_ = std::max(steady_requested_.value_or(0), requested_);
-  }
+  Log(request);
+  if (steady_requested_) steady_requested_ = std::max(*steady_requested_, requested_);
   ++next_sequence_;
   return ptr;
 }
@@ -63,10 +63,9 @@ void* PlannedServing::AllocateFromFallback(const LoopEvent& request) {
   fallback_live_.emplace(ptr, FallbackBlock{next_sequence_, request.value,
                                             bytes});
   Account(request.value, bytes);
-  if (plan_ != nullptr) {
+  if (steady_pool_) {
     // The pool grows only here while a plan serves.
-    steady_pool_ = std::max(steady_pool_.value_or(0),
-                            fallback_.GetStats()->pool_bytes);
+    steady_pool_ = std::max(*steady_pool_, fallback_.GetStats()->pool_bytes);
   }
   return ptr;
 }
@@ -85,11 +84,12 @@ void* PlannedServing::ServeFromPlan(const LoopEvent& request) {
   }
   ++position_;
   if (!planned.in_arena) return nullptr;
-  if (frontier_ < planned.frees_before) {
+  if (planned.wraps ? live_[planned.slot].position >= 0
+                    : frontier_ < planned.frees_before) {
     // A block planned to be freed by now is still live: its place may be
     // too. The fallback serves this one; its planned free counts as made.
     ++status_.late_frees;
-    MarkFreed(planned.free_rank);
+    if (!planned.wraps) MarkFreed(planned.free_rank);
     return nullptr;
   }
   return arena_ + planned.offset;
@@ -100,7 +100,11 @@ bool PlannedServing::BeginIteration() {
   position_ = 0;
   frontier_ = 0;
   std::fill(freed_.begin(), freed_.end(), 0);
-  ++status_.planned_iterations;  // the one that ends here
+  if (status_.planned_iterations++ == iterations_before_plan_) {
+    // The plan held for an iteration: the steady state begins.
+    steady_pool_ = fallback_.GetStats()->pool_bytes;
+    steady_requested_ = requested_;
+  }
   return true;
 }
 
@@ -119,14 +123,14 @@ absl::Status PlannedServing::Deallocate(void* ptr) {
           static_cast<char*>(ptr) - arena_));
     }
     const PlannedRequest& planned = arena_plan_->requests[position];
-    live_position_[planned.slot] = -1;
+    Log({.kind = LoopEventKind::kFree, .value = live_[planned.slot].sequence});
+    live_[planned.slot].position = -1;
     --arena_live_;
     Unaccount(planned.request.value, planned.bytes);
-    if (plan_ != nullptr) {
-      MarkFreed(planned.free_rank);
-    } else {
-      Log({.kind = LoopEventKind::kFree, .value = kUnloggedBlock});
+    if (plan_ == nullptr) {
       ReleaseIdleArena();
+    } else if (!planned.wraps) {
+      MarkFreed(planned.free_rank);
     }
     return absl::OkStatus();
   }
@@ -138,8 +142,7 @@ absl::Status PlannedServing::Deallocate(void* ptr) {
     return freed;
   fallback_live_.erase(it);
   Unaccount(block.requested, block.bytes);
-  if (plan_ == nullptr)
-    Log({.kind = LoopEventKind::kFree, .value = block.sequence});
+  Log({.kind = LoopEventKind::kFree, .value = block.sequence});
   return absl::OkStatus();
 }
 
@@ -147,68 +150,97 @@ int32_t PlannedServing::ArenaPosition(const void* ptr) const {
   const auto slot = arena_plan_->slot_of_offset.find(
       static_cast<uint64_t>(static_cast<const char*>(ptr) - arena_));
   if (slot == arena_plan_->slot_of_offset.end()) return -1;
-  return live_position_[slot->second];
+  return live_[slot->second].position;
 }
 
 void PlannedServing::MarkIteration() {
   std::lock_guard lock(mutex_);
+  Log({.kind = LoopEventKind::kMark});
   if (plan_ == nullptr) {
-    Log({.kind = LoopEventKind::kMark});
-    MaybeTakeOver(/*at_mark=*/true);
+    MaybeTakeOver(/*request=*/nullptr);
     return;
   }
   if (!plan_->shape.marked) return;
   if (position_ != plan_->requests.size() || !BeginIteration()) EndPlan();
 }
 
-void PlannedServing::MaybeTakeOver(bool at_mark) {
+void PlannedServing::MaybeTakeOver(const LoopEvent* request) {
   if (ready_ == nullptr) {
     if (!learner_.HasPlan()) return;
     ready_ = learner_.TakePlan();
     if (ready_ == nullptr) return;
+    shadowed_ = -1;
   }
   const LoopShape& shape = ready_->shape;
-  if (shape.marked != at_mark) return;
-  // A plan found from marks begins at the next mark (this one); found from
-  // the period, at the next allocation that begins an iteration.
+  // A plan found from marks begins at a mark; found from the period, at an
+  // allocation that begins an iteration.
   const bool at_boundary =
-      shape.marked || (next_sequence_ >= shape.first_sequence &&
-                       (next_sequence_ - shape.first_sequence) %
-                               shape.period ==
-                           0);
-  if (!at_boundary || arena_live_ != 0) return;
+      request == nullptr
+          ? shape.marked
+          : !shape.marked && next_sequence_ >= shape.first_sequence &&
+                (next_sequence_ - shape.first_sequence) % shape.period == 0;
+  using Outcome = LoopLearner::Outcome;
+  if (!at_boundary || shadowed_ != static_cast<int64_t>(shape.period)) {
+    // A repetition inside an iteration (equal layers) looks like a loop
+    // until it ends: the plan first follows one whole iteration without
+    // serving it, and is dropped at the first request that differs.
+    if (at_boundary) shadowed_ = 0;
+    if (request != nullptr && shadowed_ >= 0 && !Shadow(*request)) {
+      learner_.Resume(Outcome::kNotALoop, shape.key, next_sequence_);
+      ready_ = nullptr;
+    }
+    return;
+  }
+  if (arena_live_ != 0) return;  // the last plan's blocks: not yet
   ReleaseIdleArena();
   std::shared_ptr<const LoopPlan> plan = std::move(ready_);
-  if (!TakeOver(plan)) {
-    learner_.Resume(/*rejected=*/true, plan->shape.key, next_sequence_);
-    logged_since_learning_ = 0;
+  if (!TakeOver(plan))
+    learner_.Resume(Outcome::kNoRoom, plan->shape.key, next_sequence_);
+  logged_since_learning_ = 0;
+}
+
+bool PlannedServing::Shadow(const LoopEvent& request) {
+  if (shadowed_ >= static_cast<int64_t>(ready_->requests.size()) ||
+      !ready_->requests[shadowed_].request.SameRequest(request)) {
+    return false;
   }
+  ++shadowed_;
+  return true;
 }
 
 bool PlannedServing::TakeOver(std::shared_ptr<const LoopPlan> plan) {
+  // What the iterations before held goes back first (free memory is split
+  // by blocks that outlive them, and by holes the fallback gave back), so
+  // the arena takes one stretch. No new high-water mark beyond the
+  // allowance for an arena whose plan may not hold.
+  fallback_.TrimFreeMemory();
+  const AllocatorStats stats = *fallback_.GetStats();
+  if (stats.pool_bytes + plan->arena_bytes >
+      stats.peak_pool_bytes + growth_allowance_) {
+    return false;
+  }
   void* arena = fallback_.Allocate(plan->arena_bytes, plan->arena_alignment);
   if (arena == nullptr) return false;
-  // What the first iterations held beyond the arena goes back.
-  fallback_.ReleaseFreeRegions();
   arena_ = static_cast<char*>(arena);
-  live_position_.assign(plan->slot_of_offset.size(), -1);
+  live_.assign(plan->slot_of_offset.size(), LiveSlot{});
   freed_.assign(plan->arena_frees, 0);
   position_ = 0;
   frontier_ = 0;
   arena_plan_ = plan;
   plan_ = std::move(plan);
-  // Nothing is logged while the plan serves (EndPlan starts a new history).
-  pending_.clear();
   ++status_.plans_taken_over;
   iterations_before_plan_ = status_.planned_iterations;
-  steady_pool_ = fallback_.GetStats()->pool_bytes;
-  steady_requested_ = requested_;
   return true;
 }
 
 void PlannedServing::EndPlan() {
   const bool held = status_.planned_iterations > iterations_before_plan_;
-  learner_.Resume(/*rejected=*/!held, plan_->shape.key, next_sequence_);
+  // What was logged before belongs to the old loop (or, after one that was
+  // not a loop, to the loop still to be found).
+  if (held) pending_.clear();
+  learner_.Resume(
+      held ? LoopLearner::Outcome::kChanged : LoopLearner::Outcome::kNotALoop,
+      plan_->shape.key, next_sequence_);
   plan_ = nullptr;
   ++status_.mismatches;
   steady_pool_.reset();

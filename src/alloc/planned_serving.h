@@ -27,7 +27,8 @@ namespace tensormem::alloc_internal {
 
 class PlannedServing {
  public:
-  PlannedServing(BfcAllocator& fallback, bool background_planning);
+  PlannedServing(BfcAllocator& fallback, bool background_planning,
+                 uint64_t growth_allowance);
   ~PlannedServing();  // the arena goes back to the fallback
 
   void* Allocate(const LoopEvent& request);
@@ -56,9 +57,13 @@ class PlannedServing {
   bool BeginIteration();
   void MarkFreed(uint32_t free_rank);
   // Learning: takes a plan the learner found when the next iteration begins
-  // now (`at_mark`: a MarkIteration call is that boundary).
-  void MaybeTakeOver(bool at_mark);
+  // now, with `request` (nullptr: at a MarkIteration call).
+  void MaybeTakeOver(const LoopEvent* request);
+  // False when the arena cannot be had without raising the pool's peak.
   bool TakeOver(std::shared_ptr<const LoopPlan> plan);
+  // Follows `ready_` through an iteration without serving it: false when
+  // `request` is not the one it plans next.
+  bool Shadow(const LoopEvent& request);
   void EndPlan();             // a request broke it: learn again
   void ReleaseIdleArena();    // once no plan serves and nothing lives in it
   // The position of the live arena block at `ptr` in arena_plan_, or -1.
@@ -69,6 +74,7 @@ class PlannedServing {
   bool InArena(const void* ptr) const;
 
   BfcAllocator& fallback_;
+  const uint64_t growth_allowance_;
   LoopLearner learner_;
   mutable FutexMutex mutex_;
 
@@ -77,6 +83,7 @@ class PlannedServing {
   uint64_t next_sequence_ = 0;      // of the next allocation
   size_t logged_since_learning_ = 0;  // began or resumed
   std::shared_ptr<const LoopPlan> ready_;  // found, waiting for its boundary
+  int64_t shadowed_ = -1;  // requests of ready_'s iteration followed so far
 
   // Serving. `arena_plan_` placed the arena now held; `plan_` is it while
   // it serves, nullptr once it ended (its blocks may still be live).
@@ -86,7 +93,11 @@ class PlannedServing {
   uint32_t frontier_ = 0;
   std::vector<uint8_t> freed_;  // by free rank, this iteration
   char* arena_ = nullptr;
-  std::vector<int32_t> live_position_;  // by slot: the live block, or -1
+  struct LiveSlot {
+    int32_t position = -1;  // of the block live at the slot's offset, or -1
+    uint64_t sequence = 0;  // its allocation's
+  };
+  std::vector<LiveSlot> live_;  // by slot
   size_t arena_live_ = 0;
   absl::flat_hash_map<const void*, FallbackBlock> fallback_live_;
 

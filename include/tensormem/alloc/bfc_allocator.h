@@ -143,6 +143,12 @@ class BfcAllocator final : public Allocator {
   // in-use block (the pool shrinks from its end). Returns false when there
   // was nothing to return. Garbage collection does the same.
   bool ReleaseFreeRegions();
+  // ReleaseFreeRegions, and, under a policy with a decommit granule over an
+  // upstream that can decommit, the whole granules inside free chunks that
+  // span two or more: the pool then holds live bytes plus partial granules
+  // (what an empty_cache-like trim can give back without moving blocks).
+  // Returns false when nothing went back.
+  bool TrimFreeMemory();
 
   // Rebuilding a recorded state (a replay that starts where a recording
   // began). AddRegion grows the pool that serves requests of `request_bytes`

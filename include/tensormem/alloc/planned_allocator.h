@@ -45,6 +45,7 @@
 
 #include "tensormem/alloc/allocator.h"
 #include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/core/units.h"
 
 namespace tensormem {
 namespace alloc_internal {
@@ -56,6 +57,9 @@ struct PlannedAllocatorOptions {
   // waits), or on the allocating thread when due: the same calls then take
   // over at the same iteration in every run (tests, reproducible replays).
   bool background_planning = true;
+  // Taking a plan over may raise the pool's high-water mark by at most this
+  // much (the fallback's growth granule: never more than it would hold).
+  uint64_t growth_allowance = 2 * kMiB;
 };
 
 class PlannedAllocator final : public Allocator {
