@@ -64,20 +64,28 @@ void SetPerOpCounters(benchmark::State& state, int64_t operations) {
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// The planned policy is timed once its plan serves (each pass is one
+// iteration of a loop): passes until it has served two, at most 100. Returns
+// the planned allocator, or nullptr for other policies.
+PlannedAllocator* WarmUntilPlanned(const PreparedTrace& trace,
+                                   Allocator& allocator,
+                                   std::vector<void*>& blocks) {
+  auto* planned = dynamic_cast<PlannedAllocator*>(&allocator);
+  for (int pass = 0; planned != nullptr && pass < 100 &&
+                     planned->loop_status().planned_iterations < 2;
+       ++pass) {
+    ReplayPass(trace, allocator, blocks);
+  }
+  return planned;
+}
+
 void BM_Replay(benchmark::State& state, std::string policy,
                std::string workload) {
   const PreparedTrace& trace = Workload(workload);
   std::unique_ptr<Allocator> allocator = MakeSpeedAllocator(policy, kCapacity);
   std::vector<void*> blocks(trace.slot_count(), nullptr);
   ReplayPass(trace, *allocator, blocks);  // warm: regions exist
-  // The planned policy is timed once its plan serves (each pass is one
-  // iteration of a loop); `serving` says whether it did.
-  auto* planned = dynamic_cast<PlannedAllocator*>(allocator.get());
-  for (int pass = 0; planned != nullptr && pass < 100 &&
-                     planned->loop_status().planned_iterations < 2;
-       ++pass) {
-    ReplayPass(trace, *allocator, blocks);
-  }
+  auto* planned = WarmUntilPlanned(trace, *allocator, blocks);
   int64_t operations = 0;
   for (auto _ : state) operations += ReplayPass(trace, *allocator, blocks);
   SetPerOpCounters(state, operations);
@@ -268,7 +276,10 @@ int CountMode(int argc, char** argv) {
   const PreparedTrace& trace = Workload(workload);
   std::unique_ptr<Allocator> allocator = MakeSpeedAllocator(policy, 8 * kGiB);
   std::vector<void*> blocks(trace.slot_count(), nullptr);
-  if (!cold) ReplayPass(trace, *allocator, blocks);
+  if (!cold) {
+    ReplayPass(trace, *allocator, blocks);
+    WarmUntilPlanned(trace, *allocator, blocks);
+  }
   const int64_t operations = CountedPasses(trace, *allocator, blocks, passes);
   std::printf("operations %lld\n", static_cast<long long>(operations));
   return 0;

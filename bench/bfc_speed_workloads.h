@@ -105,7 +105,11 @@ inline std::unique_ptr<Allocator> MakeSpeedAllocator(const std::string& policy,
                                                      uint64_t capacity,
                                                      int shards = 1) {
   AllocatorSpec spec;
-  spec.policy = policy;
+  // "name[config]": a policy with its configuration.
+  const size_t bracket = policy.find('[');
+  spec.policy = policy.substr(0, bracket);
+  if (bracket != std::string::npos)
+    spec.config = policy.substr(bracket + 1, policy.size() - bracket - 2);
   spec.capacity = capacity;
   spec.memory_limit = capacity * shards;
   spec.shards = shards;

@@ -35,8 +35,8 @@ class PyBfcAllocator {
     bfc_options.allow_retry_on_failure = false;
     bfc_options.log_failures = false;
     built_ = ValueOrRaise(CreateAllocator(spec, bfc_options));
-    allocator_ = built_.bfc;
-    base_ = static_cast<const char*>(allocator_->upstream().BaseAddress());
+    allocator_ = built_.allocator.get();
+    base_ = static_cast<const char*>(built_.bfc->upstream().BaseAddress());
   }
 
   uint64_t Alloc(int64_t bytes, int64_t alignment, int32_t stream) {
@@ -49,7 +49,7 @@ class PyBfcAllocator {
                                        static_cast<size_t>(alignment), stream);
     if (block == nullptr) {
       Raise(absl::StatusCode::kResourceExhausted,
-            allocator_->LastFailureReport());
+            built_.bfc->LastFailureReport());
     }
     return Handle(block);
   }
@@ -74,13 +74,14 @@ class PyBfcAllocator {
     return ToPython(AllocatorStatsToJson(*allocator_->GetStats()));
   }
   py::object Dump() const {
-    return ToPython(allocator_->RecordMemoryDump().ToJson());
+    return ToPython(built_.bfc->RecordMemoryDump().ToJson());
   }
-  std::string Policy() const { return allocator_->PolicyDescription(); }
+  std::string Policy() const { return built_.bfc->PolicyDescription(); }
   std::string DumpText() const {
-    return allocator_->RecordMemoryDump().ToText();
+    return built_.bfc->RecordMemoryDump().ToText();
   }
   void ResetPeak() { allocator_->ClearStats(); }
+  void MarkIteration() { allocator_->MarkIteration(); }
 
  private:
   uint64_t Handle(const void* block) const {
@@ -90,7 +91,9 @@ class PyBfcAllocator {
   }
 
   BuiltAllocator built_;
-  BfcAllocator* allocator_ = nullptr;  // built_.bfc
+  // built_.allocator: the BFC allocator, or the planned allocator over it
+  // (built_.bfc, which dumps and explains failures).
+  Allocator* allocator_ = nullptr;
   const char* base_ = nullptr;
 };
 
@@ -107,7 +110,8 @@ void AddAllocBindings(py::module_& module) {
       .def("stats", &PyBfcAllocator::Stats)
       .def("dump", &PyBfcAllocator::Dump)
       .def("dump_text", &PyBfcAllocator::DumpText)
-      .def("reset_peak", &PyBfcAllocator::ResetPeak);
+      .def("reset_peak", &PyBfcAllocator::ResetPeak)
+      .def("mark_iteration", &PyBfcAllocator::MarkIteration);
 }
 
 }  // namespace tensormem::python

@@ -241,7 +241,7 @@ class BfcAllocator:
     "vmm" (reserved address space) or "host" (real memory; blocks are named by
     their address). With ``allow_growth`` the pool grows region by region up
     to ``memory_limit``. ``policy`` picks the allocation policy ("tf",
-    "tight", "pytorch"; see ``tensormem replay --help``) and ``config`` its
+    "tight", "pytorch", "planned"; see ``tensormem replay --help``) and ``config`` its
     configuration in PYTORCH_CUDA_ALLOC_CONF syntax; further keyword
     arguments are the allocator specification's other keys (coalescing,
     granule, fragmentation_fraction, ...)::
@@ -326,3 +326,10 @@ class BfcAllocator:
     def reset_peak(self) -> None:
         """Restarts the peaks (and num_allocs) from the current use."""
         self._native.reset_peak()
+
+    def mark_iteration(self) -> None:
+        """Marks the start of an iteration of the program's loop: under
+        ``policy="planned"`` the iterations between marks are the loop learnt
+        and served from a plan (without marks it finds the loop itself);
+        other policies ignore it."""
+        self._native.mark_iteration()

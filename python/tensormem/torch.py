@@ -25,7 +25,8 @@ from typing import Any, Dict, Optional
 
 import torch  # noqa: F401  (loads libc10 before the plug-in needs it)
 
-__all__ = ["enable", "is_enabled", "stats", "dump", "reset_peak", "library_path"]
+__all__ = ["enable", "is_enabled", "stats", "dump", "reset_peak", "mark_iteration",
+           "library_path"]
 
 _library: Optional[ctypes.CDLL] = None
 
@@ -59,6 +60,7 @@ def _load():
         library.tensormem_torch_enable.restype = ctypes.c_int
         library.tensormem_torch_is_enabled.restype = ctypes.c_int
         library.tensormem_torch_reset_peak.restype = ctypes.c_int
+        library.tensormem_torch_mark_iteration.restype = ctypes.c_int
         for name in ("tensormem_torch_last_error", "tensormem_torch_stats_json",
                      "tensormem_torch_dump_json"):
             getattr(library, name).restype = ctypes.c_void_p
@@ -129,4 +131,12 @@ def dump() -> Dict[str, Any]:
 def reset_peak() -> None:
     """Restarts the peaks (and num_allocs) from the current use."""
     if _load().tensormem_torch_reset_peak() != 0:
+        raise RuntimeError("tensormem is not enabled: call enable() first")
+
+
+def mark_iteration() -> None:
+    """Marks the start of a training step or inference request: under the
+    planned policy (policy="planned"), the steps between marks are the loop it
+    learns and serves from a plan; other policies ignore it."""
+    if _load().tensormem_torch_mark_iteration() != 0:
         raise RuntimeError("tensormem is not enabled: call enable() first")

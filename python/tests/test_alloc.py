@@ -114,3 +114,23 @@ def test_bad_allocator_options_name_the_key():
         tensormem.BfcAllocator("1GiB", colour="blue")
     with pytest.raises(ValueError, match="memory_limit"):
         tensormem.BfcAllocator(0)
+
+
+def test_planned_policy_serves_a_marked_loop_from_its_plan():
+    allocator = tensormem.BfcAllocator(
+        "1GiB", policy="planned", config="planning:inline")
+    weights = allocator.alloc(8 << 20)
+    for _ in range(6):
+        allocator.mark_iteration()
+        kept = [allocator.alloc(size) for size in (3 << 20, 5 << 20, 1 << 20)]
+        scratch = allocator.alloc(2 << 20)
+        allocator.free(scratch)
+        for block in reversed(kept):
+            allocator.free(block)
+    allocator.mark_iteration()
+    stats = allocator.stats()
+    # Marks 1-3 compare two iterations, the fourth is followed, 4-6 served.
+    assert stats["planned_iterations"] == 3
+    assert stats["steady_peak_bytes_requested"] == (8 + 3 + 5 + 1 + 2) << 20
+    assert stats["bytes_in_use"] == 8 << 20
+    allocator.free(weights)

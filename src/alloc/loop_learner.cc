@@ -42,7 +42,7 @@ void LoopLearner::Resume(Outcome outcome, uint64_t key,
                          uint64_t next_sequence) {
   std::lock_guard lock(mutex_);
   if (outcome != Outcome::kChanged) rejected_.insert(key);
-  if (outcome == Outcome::kChanged) {
+  if (outcome == Outcome::kChanged || outcome == Outcome::kBroken) {
     inbox_.clear();
     history_ = LoopHistory{.first_sequence = next_sequence};
     events_at_last_try_ = 0;

@@ -38,13 +38,15 @@ class LoopLearner {
   // Appends calls to the history (in order, numbered from allocation 0).
   // Detection runs when enough arrived since the last try, or at a mark.
   void Submit(std::vector<LoopEvent> events);
-  // Why a plan taken stopped serving (or never began).
+  // Why a plan taken stopped serving (or never began). Nothing is logged
+  // while a plan serves: after one that served, the history starts afresh
+  // at allocation `next_sequence`.
   enum class Outcome {
-    kNotALoop,  // it did not hold one iteration: never plan that loop again
+    kNotALoop,  // an iteration followed did not match: never plan that loop
     kNoRoom,    // its arena could not be had without growing the pool:
                 // never plan it again either (it would not fit better later)
-    kChanged,   // it held, then the program changed: learn afresh from
-                // allocation `next_sequence` on
+    kBroken,    // it served, but not one whole iteration: never again
+    kChanged,   // it held, then the program changed
   };
   void Resume(Outcome outcome, uint64_t key, uint64_t next_sequence);
 

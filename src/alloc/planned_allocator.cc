@@ -54,6 +54,10 @@ absl::Status PlannedAllocator::DoDeallocate(void* ptr) {
   return serving_->Deallocate(ptr);
 }
 
+bool PlannedAllocator::DoFreeIfLive(void* ptr) {
+  return serving_->FreeIfLive(ptr);
+}
+
 void PlannedAllocator::DoMarkIteration() { serving_->MarkIteration(); }
 
 }  // namespace tensormem

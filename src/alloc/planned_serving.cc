@@ -37,7 +37,7 @@ void* PlannedServing::Allocate(const LoopEvent& request) {
   void* ptr = plan_ != nullptr ? ServeFromPlan(request) : nullptr;
   if (ptr != nullptr) {
     const PlannedRequest& planned = plan_->requests[position_ - 1];
-    live_[planned.slot] = {static_cast<int32_t>(position_ - 1), next_sequence_};
+    live_position_[planned.slot] = static_cast<int32_t>(position_ - 1);
     ++arena_live_;
     ++status_.arena_blocks;
     Account(request.value, planned.bytes);
@@ -49,7 +49,9 @@ void* PlannedServing::Allocate(const LoopEvent& request) {
       return nullptr;
     }
   }
-  Log(request);
+  // Nothing is logged while a plan serves: the history starts again when it
+  // ends.
+  if (plan_ == nullptr) Log(request);
   if (steady_requested_) steady_requested_ = std::max(*steady_requested_, requested_);
   ++next_sequence_;
   return ptr;
@@ -84,7 +86,7 @@ void* PlannedServing::ServeFromPlan(const LoopEvent& request) {
   }
   ++position_;
   if (!planned.in_arena) return nullptr;
-  if (planned.wraps ? live_[planned.slot].position >= 0
+  if (planned.wraps ? live_position_[planned.slot] >= 0
                     : frontier_ < planned.frees_before) {
     // A block planned to be freed by now is still live: its place may be
     // too. The fallback serves this one; its planned free counts as made.
@@ -113,50 +115,61 @@ void PlannedServing::MarkFreed(uint32_t free_rank) {
   while (frontier_ < freed_.size() && freed_[frontier_] != 0) ++frontier_;
 }
 
+bool PlannedServing::FreeIfLive(void* ptr) {
+  std::lock_guard lock(mutex_);
+  return FreeLocked(ptr);
+}
+
 absl::Status PlannedServing::Deallocate(void* ptr) {
   std::lock_guard lock(mutex_);
+  if (FreeLocked(ptr)) return absl::OkStatus();
+  if (InArena(ptr)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "free of %p: not a live block (offset %d of the planned arena)", ptr,
+        static_cast<char*>(ptr) - arena_));
+  }
+  // The fallback names the misuse (it never handed the pointer out either).
+  return fallback_.CheckedDeallocate(ptr);
+}
+
+bool PlannedServing::FreeLocked(void* ptr) {
   if (InArena(ptr)) {
     const int32_t position = ArenaPosition(ptr);
-    if (position < 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "free of %p: not a live block (offset %d of the planned arena)", ptr,
-          static_cast<char*>(ptr) - arena_));
-    }
+    if (position < 0) return false;
     const PlannedRequest& planned = arena_plan_->requests[position];
-    Log({.kind = LoopEventKind::kFree, .value = live_[planned.slot].sequence});
-    live_[planned.slot].position = -1;
+    live_position_[planned.slot] = -1;
     --arena_live_;
     Unaccount(planned.request.value, planned.bytes);
     if (plan_ == nullptr) {
+      Log({.kind = LoopEventKind::kFree, .value = kUnloggedBlock});
       ReleaseIdleArena();
     } else if (!planned.wraps) {
       MarkFreed(planned.free_rank);
     }
-    return absl::OkStatus();
+    return true;
   }
   auto it = fallback_live_.find(ptr);
-  // Misuse: the fallback names it (it never handed the pointer out either).
-  if (it == fallback_live_.end()) return fallback_.CheckedDeallocate(ptr);
+  if (it == fallback_live_.end() || !fallback_.CheckedDeallocate(ptr).ok())
+    return false;
   const FallbackBlock block = it->second;
-  if (absl::Status freed = fallback_.CheckedDeallocate(ptr); !freed.ok())
-    return freed;
   fallback_live_.erase(it);
   Unaccount(block.requested, block.bytes);
-  Log({.kind = LoopEventKind::kFree, .value = block.sequence});
-  return absl::OkStatus();
+  if (plan_ == nullptr)
+    Log({.kind = LoopEventKind::kFree, .value = block.sequence});
+  return true;
 }
 
 int32_t PlannedServing::ArenaPosition(const void* ptr) const {
   const auto slot = arena_plan_->slot_of_offset.find(
       static_cast<uint64_t>(static_cast<const char*>(ptr) - arena_));
   if (slot == arena_plan_->slot_of_offset.end()) return -1;
-  return live_[slot->second].position;
+  return live_position_[slot->second];
 }
 
 void PlannedServing::MarkIteration() {
   std::lock_guard lock(mutex_);
-  Log({.kind = LoopEventKind::kMark});
   if (plan_ == nullptr) {
+    Log({.kind = LoopEventKind::kMark});
     MaybeTakeOver(/*request=*/nullptr);
     return;
   }
@@ -222,12 +235,13 @@ bool PlannedServing::TakeOver(std::shared_ptr<const LoopPlan> plan) {
   void* arena = fallback_.Allocate(plan->arena_bytes, plan->arena_alignment);
   if (arena == nullptr) return false;
   arena_ = static_cast<char*>(arena);
-  live_.assign(plan->slot_of_offset.size(), LiveSlot{});
+  live_position_.assign(plan->slot_of_offset.size(), -1);
   freed_.assign(plan->arena_frees, 0);
   position_ = 0;
   frontier_ = 0;
   arena_plan_ = plan;
   plan_ = std::move(plan);
+  pending_.clear();  // the history starts afresh when the plan ends
   ++status_.plans_taken_over;
   iterations_before_plan_ = status_.planned_iterations;
   return true;
@@ -235,11 +249,8 @@ bool PlannedServing::TakeOver(std::shared_ptr<const LoopPlan> plan) {
 
 void PlannedServing::EndPlan() {
   const bool held = status_.planned_iterations > iterations_before_plan_;
-  // What was logged before belongs to the old loop (or, after one that was
-  // not a loop, to the loop still to be found).
-  if (held) pending_.clear();
   learner_.Resume(
-      held ? LoopLearner::Outcome::kChanged : LoopLearner::Outcome::kNotALoop,
+      held ? LoopLearner::Outcome::kChanged : LoopLearner::Outcome::kBroken,
       plan_->shape.key, next_sequence_);
   plan_ = nullptr;
   ++status_.mismatches;

@@ -33,6 +33,7 @@ class PlannedServing {
 
   void* Allocate(const LoopEvent& request);
   absl::Status Deallocate(void* ptr);
+  bool FreeIfLive(void* ptr);  // false, changing nothing, on misuse
   void MarkIteration();
 
   // Adjusts the fallback's statistics (`stats`) to the blocks handed out.
@@ -54,6 +55,7 @@ class PlannedServing {
   // it ends the plan).
   void* ServeFromPlan(const LoopEvent& request);
   void* AllocateFromFallback(const LoopEvent& request);
+  bool FreeLocked(void* ptr);
   bool BeginIteration();
   void MarkFreed(uint32_t free_rank);
   // Learning: takes a plan the learner found when the next iteration begins
@@ -93,11 +95,7 @@ class PlannedServing {
   uint32_t frontier_ = 0;
   std::vector<uint8_t> freed_;  // by free rank, this iteration
   char* arena_ = nullptr;
-  struct LiveSlot {
-    int32_t position = -1;  // of the block live at the slot's offset, or -1
-    uint64_t sequence = 0;  // its allocation's
-  };
-  std::vector<LiveSlot> live_;  // by slot
+  std::vector<int32_t> live_position_;  // by slot: the live block, or -1
   size_t arena_live_ = 0;
   absl::flat_hash_map<const void*, FallbackBlock> fallback_live_;
 

@@ -139,6 +139,15 @@ __attribute__((visibility("default"))) int tensormem_torch_reset_peak() {
   return 0;
 }
 
+// Tells the allocator an iteration of the program's loop begins (the planned
+// policy learns the loop from these marks). Returns -1 when not enabled.
+__attribute__((visibility("default"))) int tensormem_torch_mark_iteration() {
+  std::lock_guard<std::mutex> lock(tensormem::g_mutex);
+  if (tensormem::g_allocator == nullptr) return -1;
+  tensormem::g_allocator->MarkIteration();
+  return 0;
+}
+
 __attribute__((visibility("default"))) void tensormem_torch_free_string(
     char* text) {
   std::free(text);

@@ -31,14 +31,14 @@ absl::StatusOr<std::unique_ptr<PluginAllocator>> PluginAllocator::Create(
   std::unique_ptr<PluginAllocator> plugin(new PluginAllocator(options));
   plugin->owner_ = std::move(built->allocator);
   plugin->bfc_ = built->bfc;
-  plugin->top_ = plugin->bfc_;
+  plugin->top_ = plugin->owner_.get();
   if (!options.trace_path.empty()) {
     absl::StatusOr<std::unique_ptr<TraceWriter>> writer =
         TraceWriter::Open(options.trace_path);
     if (!writer.ok()) return writer.status();
     plugin->trace_writer_ = *std::move(writer);
     plugin->recorder_ = std::make_unique<TraceRecordingAllocator>(
-        *plugin->bfc_, *plugin->trace_writer_);
+        *plugin->owner_, *plugin->trace_writer_);
     plugin->top_ = plugin->recorder_.get();
   }
   return plugin;
@@ -59,7 +59,7 @@ void* PluginAllocator::Allocate(size_t bytes) {
 void PluginAllocator::Free(void* ptr) {
   if (ptr == nullptr) return;
   // Asked before the free: afterwards the block is unknown.
-  const size_t bytes = bfc_->RequestedSize(ptr).value_or(0);
+  const size_t bytes = owner_->RequestedSize(ptr).value_or(0);
   top_->Deallocate(ptr);
   live_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
   num_frees_.fetch_add(1, std::memory_order_relaxed);
@@ -86,7 +86,7 @@ std::string PluginAllocator::FailureReport(size_t bytes) const {
 
 nlohmann::json PluginAllocator::StatsJson() const {
   nlohmann::json json;
-  const std::optional<AllocatorStats> stats = bfc_->GetStats();
+  const std::optional<AllocatorStats> stats = owner_->GetStats();
   if (stats.has_value()) {
     json["num_allocs"] = stats->num_allocs;
     json["bytes_in_use"] = stats->bytes_in_use;
@@ -113,7 +113,7 @@ nlohmann::json PluginAllocator::DumpJson() const {
 }
 
 void PluginAllocator::ResetPeak() {
-  bfc_->ClearStats();
+  owner_->ClearStats();
   peak_live_bytes_.store(live_bytes_.load(std::memory_order_relaxed),
                          std::memory_order_relaxed);
 }

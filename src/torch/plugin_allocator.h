@@ -57,6 +57,8 @@ class PluginAllocator {
   nlohmann::json DumpJson() const;
   // Peaks start again from the current use (num_allocs restarts too).
   void ResetPeak();
+  // An iteration of the program's loop begins (Allocator::MarkIteration).
+  void MarkIteration() { top_->MarkIteration(); }
 
   // Writes the report (when report_path is set) and completes the trace file.
   // Meant for process exit: later frees still work but are not recorded.
@@ -71,12 +73,14 @@ class PluginAllocator {
   void RaiseLivePeak(uint64_t live);
 
   const PluginOptions options_;
-  std::unique_ptr<Allocator> owner_;  // the BFC allocator bfc_ points to
+  // The allocator: the BFC allocator bfc_ points to, or (the planned
+  // policy) the planned allocator over it; bfc_ dumps and explains failures.
+  std::unique_ptr<Allocator> owner_;
   BfcAllocator* bfc_ = nullptr;
   std::unique_ptr<TraceWriter> trace_writer_;  // when tracing
   std::unique_ptr<TraceRecordingAllocator>
-      recorder_;              // when tracing, over bfc_
-  Allocator* top_ = nullptr;  // recorder_ or bfc_
+      recorder_;              // when tracing, over owner_
+  Allocator* top_ = nullptr;  // recorder_ or owner_
   std::atomic<uint64_t> live_bytes_{0};
   std::atomic<uint64_t> peak_live_bytes_{0};
   std::atomic<uint64_t> num_frees_{0};

@@ -276,3 +276,37 @@ TEST(SubAllocatorDecommit, RefusesRangesThatAreNotCommittedMemory) {
 
 }  // namespace
 }  // namespace tensormem
+
+namespace tensormem {
+namespace {
+
+// TrimFreeMemory gives back free regions and the whole granules of holes;
+// the address space they held serves again.
+TEST(BfcTrim, GivesBackHolesAndTheAddressSpaceServesAgain) {
+  auto allocator = MakeOver(std::make_unique<SimulatedSubAllocator>(64 * kMiB),
+                            "tight", 64 * kMiB);
+  void* a = allocator->Allocate(8 * kMiB);
+  void* b = allocator->Allocate(kMiB);
+  void* c = allocator->Allocate(8 * kMiB);
+  ASSERT_NE(c, nullptr);
+  allocator->Deallocate(a);
+  EXPECT_TRUE(allocator->TrimFreeMemory());
+  EXPECT_EQ(PoolBytes(*allocator), 10 * kMiB);  // b's granule and c
+  EXPECT_FALSE(allocator->TrimFreeMemory());    // nothing more to give
+  allocator->Deallocate(b);
+  allocator->Deallocate(c);
+  allocator->TrimFreeMemory();
+  EXPECT_EQ(PoolBytes(*allocator), 0u);
+  // Everything went back: the whole limit can be had again.
+  for (int round = 0; round < 4; ++round) {
+    void* big = allocator->Allocate(60 * kMiB);
+    ASSERT_NE(big, nullptr) << "round " << round << ": "
+                            << allocator->LastFailureReport();
+    allocator->Deallocate(big);
+    allocator->TrimFreeMemory();
+  }
+  EXPECT_TRUE(allocator->CheckInvariants().ok());
+}
+
+}  // namespace
+}  // namespace tensormem

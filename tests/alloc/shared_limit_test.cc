@@ -25,6 +25,27 @@ TEST(MemoryBudgetTest, ChargesWhatFitsAndCreditsWhatReturns) {
   EXPECT_FALSE(budget.TryCharge(UINT64_MAX));  // no overflow past the limit
 }
 
+// A region freed with decommitted ranges inside credits only what was still
+// committed: those ranges were credited when decommitted.
+TEST(BudgetedSubAllocatorTest, AFreedRegionCreditsOnlyItsCommittedBytes) {
+  auto budget = std::make_shared<MemoryBudget>(16 * kMiB);
+  BudgetedSubAllocator upstream(std::make_unique<SimulatedSubAllocator>(kGiB),
+                                budget);
+  size_t received = 0;
+  char* region = static_cast<char*>(upstream.Alloc(8 * kMiB, 256, &received));
+  ASSERT_NE(region, nullptr);
+  ASSERT_TRUE(upstream.Decommit(region + kMiB, 2 * kMiB));
+  ASSERT_TRUE(upstream.Decommit(region + 4 * kMiB, 2 * kMiB));
+  ASSERT_TRUE(upstream.Recommit(region + kMiB, kMiB));  // half of the first
+  EXPECT_EQ(budget->used(), 5 * kMiB);
+  upstream.Free(region, 8 * kMiB);
+  EXPECT_EQ(budget->used(), 0u);
+  // Nothing drifted: the whole budget serves again.
+  void* again = upstream.Alloc(16 * kMiB, 256, &received);
+  EXPECT_NE(again, nullptr);
+  upstream.Free(again, received);
+}
+
 TEST(BudgetedSubAllocatorTest, TwoUpstreamsHoldTheLimitBetweenThem) {
   auto budget = std::make_shared<MemoryBudget>(8 * kMiB);
   BudgetedSubAllocator a(std::make_unique<SimulatedSubAllocator>(kGiB), budget);

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/container/btree_map.h"
 #include "tensormem/alloc/sub_allocator.h"
 
 namespace tensormem {
@@ -75,8 +76,16 @@ class BudgetedSubAllocator final : public SubAllocator {
   const MemoryBudget& budget() const { return *budget_; }
 
  private:
+  // Forgets the decommitted ranges inside [start, start + bytes); returns
+  // their bytes.
+  uint64_t ForgetDecommitted(uintptr_t start, uint64_t bytes);
+
   const std::unique_ptr<SubAllocator> upstream_;
   const std::shared_ptr<MemoryBudget> budget_;
+  // Ranges decommitted and not recommitted since (start -> bytes): they were
+  // credited when decommitted, so a region freed with them inside credits
+  // only the rest. Called under the owning allocator's lock, as every call.
+  absl::btree_map<uintptr_t, uint64_t> decommitted_;
 };
 
 }  // namespace tensormem

@@ -94,6 +94,7 @@ class PlannedAllocator final : public Allocator {
  private:
   void* DoAllocate(size_t bytes, size_t alignment, int32_t stream) override;
   absl::Status DoDeallocate(void* ptr) override;
+  bool DoFreeIfLive(void* ptr) override;
   void DoMarkIteration() override;
 
   std::unique_ptr<BfcAllocator> fallback_;

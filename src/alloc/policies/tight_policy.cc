@@ -10,8 +10,11 @@
 // also returns free trailing granules, so a region shrinks. Requests under
 // 256 KiB leave the free tail of a region to larger ones while a hole fits.
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "alloc/policies/policies.h"
 #include "tensormem/alloc/bfc_policy.h"
 #include "tensormem/core/checked_math.h"
@@ -29,12 +32,13 @@ class TightPolicy final : public AllocationPolicy {
         granule_(environment.granule) {}
 
   std::string Describe() const override {
-    const std::string_view name =
-        loops_ == LoopPlanning::kNone ? "tight" : "planned";
-    return granule_ == PolicyEnvironment{}.granule
-               ? std::string(name)
-               : absl::StrCat(std::string(name), "(granule ", HumanBytes(granule_),
-                              ")");
+    std::string name = loops_ == LoopPlanning::kNone ? "tight" : "planned";
+    std::vector<std::string> settings;
+    if (loops_ == LoopPlanning::kInline) settings.push_back("planning inline");
+    if (granule_ != PolicyEnvironment{}.granule)
+      settings.push_back(absl::StrCat("granule ", HumanBytes(granule_)));
+    if (settings.empty()) return name;
+    return absl::StrCat(name, "(", absl::StrJoin(settings, ", "), ")");
   }
 
   std::optional<uint64_t> RoundedSize(uint64_t bytes) const override {
