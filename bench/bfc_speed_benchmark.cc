@@ -3,13 +3,13 @@
 // Replay: the replay loop (trace parsed and prepared first, allocator warmed
 // by one pass) over five real training traces and a synthetic 1M-event
 // training trace, for the `tf`, `tight` and `planned` policies (`planned`
-// timed once its plan serves: each pass is an iteration of a loop); ns/op is the CPU time per
-// allocation or free. Cold: one pass from a new allocator each time (growth
-// included, as the policy table of `bench --policies` times it). Threads: 1, 2
-// and 4 threads each replaying their own stream into ONE allocator; compare
-// items_per_second (wall time) across thread counts. Threads/<policy>-sharded:
-// the same into a sharded allocator of 4 shards (each thread its own), with the
-// memory held (peak_pool_MiB).
+// timed once its plan serves: each pass is an iteration of a loop); ns/op is
+// the CPU time per allocation or free. Cold: one pass from a new allocator each
+// time (growth included, as the policy table of `bench --policies` times it).
+// Threads: 1, 2 and 4 threads each replaying their own stream into ONE
+// allocator; compare items_per_second (wall time) across thread counts.
+// Threads/<policy>-sharded: the same into a sharded allocator of 4 shards (each
+// thread its own), with the memory held (peak_pool_MiB).
 //
 //   bfc_speed_benchmark --benchmark_filter='Replay/tf'
 //   bfc_speed_benchmark --count=synthetic --policy=tf   # for callgrind

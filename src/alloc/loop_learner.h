@@ -60,7 +60,8 @@ class LoopLearner {
  private:
   void Run();  // the background thread
   // Appends `events`, then detects and plans when due; `lock` held on entry.
-  void Absorb(std::vector<LoopEvent> events, std::unique_lock<std::mutex>& lock);
+  void Absorb(std::vector<LoopEvent> events,
+              std::unique_lock<std::mutex>& lock);
   void Trim();
   bool DetectionDue(bool marked) const;
 

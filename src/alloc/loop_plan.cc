@@ -78,8 +78,8 @@ std::vector<size_t> RepeatLengths(const LoopHistory& history,
 
 // Live bytes just before allocation `first` ... `last` (indices into the
 // history's allocations), for the quietest point of an iteration.
-std::vector<uint64_t> LiveBeforeAllocs(const LoopHistory& history,
-                                       size_t first, size_t last) {
+std::vector<uint64_t> LiveBeforeAllocs(const LoopHistory& history, size_t first,
+                                       size_t last) {
   std::vector<uint64_t> sizes;
   std::vector<uint64_t> live_before;
   uint64_t live = 0;
@@ -156,8 +156,8 @@ std::optional<LoopShape> FindLoop(
   // Begin the iteration where the fewest bytes are live: blocks that cross
   // a boundary cannot be planned.
   const size_t p = best_period;
-  const std::vector<uint64_t> live = LiveBeforeAllocs(history, n - 2 * p,
-                                                      n - p - 1);
+  const std::vector<uint64_t> live =
+      LiveBeforeAllocs(history, n - 2 * p, n - p - 1);
   const size_t quietest =
       std::min_element(live.begin(), live.end()) - live.begin();
   return LoopShape{history.first_sequence + (n - 2 * p) + quietest, p, false,
@@ -175,18 +175,20 @@ absl::StatusOr<std::pair<size_t, size_t>> IterationEvents(
   if (shape.first_sequence < history.first_sequence || shape.period == 0 ||
       last > index.allocs.size() ||
       (!shape.marked && last == index.allocs.size())) {
-    return absl::InvalidArgumentError("the history does not hold the iteration");
+    return absl::InvalidArgumentError(
+        "the history does not hold the iteration");
   }
-  if (!shape.marked) return std::make_pair(size_t{index.allocs[first]},
-                                           size_t{index.allocs[last]});
+  if (!shape.marked)
+    return std::make_pair(size_t{index.allocs[first]},
+                          size_t{index.allocs[last]});
   // Marked: from the mark before the first allocation to the mark after the
   // last.
   const uint32_t first_event = index.allocs[first];
   const uint32_t last_event = index.allocs[last - 1];
-  auto after = std::upper_bound(index.marks.begin(), index.marks.end(),
-                                last_event);
-  auto before = std::lower_bound(index.marks.begin(), index.marks.end(),
-                                 first_event);
+  auto after =
+      std::upper_bound(index.marks.begin(), index.marks.end(), last_event);
+  auto before =
+      std::lower_bound(index.marks.begin(), index.marks.end(), first_event);
   if (after == index.marks.end() || before == index.marks.begin())
     return absl::InvalidArgumentError("the iteration's marks are missing");
   return std::make_pair(size_t{*(before - 1)} + 1, size_t{*after});
@@ -273,8 +275,7 @@ absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
   LoopPlan plan;
   plan.shape = shape;
   plan.requests.resize(shape.period);
-  const std::vector<Lifetime> lifetimes =
-      Lifetimes(history, shape, begin, end);
+  const std::vector<Lifetime> lifetimes = Lifetimes(history, shape, begin, end);
   BufferSet set;
   std::vector<size_t> buffer_of(shape.period, 0);
   uint64_t outliving = 0, arena_total = 0;
@@ -296,20 +297,22 @@ absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
     plan.arena_alignment =
         std::max<uint64_t>(plan.arena_alignment, request.request.alignment);
     buffer_of[j] = set.buffers.size();
-    set.buffers.push_back(Buffer{
-        .id = j,
-        .lower = request.wraps ? 0 : lifetime.allocated,
-        .upper = request.wraps ? static_cast<int64_t>(end - begin)
-                               : lifetime.freed,
-        .size = request.bytes});
+    set.buffers.push_back(
+        Buffer{.id = j,
+               .lower = request.wraps ? 0 : lifetime.allocated,
+               .upper = request.wraps ? static_cast<int64_t>(end - begin)
+                                      : lifetime.freed,
+               .size = request.bytes});
   }
   // A stretch that repeats inside a real iteration (a stack of equal layers)
   // hands blocks on from one repetition to the next: at a true iteration
   // boundary almost nothing the iteration made is still live.
   if (set.buffers.empty() || outliving * kMaxOutlivingShare > arena_total) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "not an iteration: ", outliving, " of the bytes it allocates outlive "
-        "it, ", arena_total, " do not"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("not an iteration: ", outliving,
+                     " of the bytes it allocates outlive "
+                     "it, ",
+                     arena_total, " do not"));
   }
   PlanOptions options;
   options.alignment = plan.arena_alignment;

@@ -70,8 +70,8 @@ struct LoopShape {
 // seen twice and one allocation more), shortest on ties, when that stretch
 // holds at least half the logged allocations. Loops whose key is in
 // `rejected` (plans that did not hold) are skipped.
-std::optional<LoopShape> FindLoop(const LoopHistory& history,
-                                  const absl::flat_hash_set<uint64_t>& rejected);
+std::optional<LoopShape> FindLoop(
+    const LoopHistory& history, const absl::flat_hash_set<uint64_t>& rejected);
 
 // Where the plan puts one allocation of the iteration.
 struct PlannedRequest {
@@ -98,7 +98,7 @@ struct LoopPlan {
   std::vector<PlannedRequest> requests;  // shape.period of them, in order
   uint64_t arena_bytes = 0;
   uint64_t arena_alignment = 256;
-  uint32_t arena_frees = 0;  // frees of arena blocks within an iteration
+  uint32_t arena_frees = 0;      // frees of arena blocks within an iteration
   uint64_t peak_arena_live = 0;  // lower bound of arena_bytes
   // The distinct offsets of arena blocks, numbered: at most one live block
   // starts at each, so a free finds its block by one lookup.

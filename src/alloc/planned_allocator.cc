@@ -10,8 +10,7 @@ PlannedAllocator::PlannedAllocator(std::unique_ptr<BfcAllocator> fallback,
                                    PlannedAllocatorOptions options)
     : fallback_(std::move(fallback)),
       serving_(std::make_unique<alloc_internal::PlannedServing>(
-          *fallback_, options.background_planning,
-          options.growth_allowance)) {}
+          *fallback_, options.background_planning, options.growth_allowance)) {}
 
 PlannedAllocator::~PlannedAllocator() = default;
 
@@ -43,11 +42,10 @@ PlannedAllocator::LoopStatus PlannedAllocator::loop_status() const {
 void* PlannedAllocator::DoAllocate(size_t bytes, size_t alignment,
                                    int32_t stream) {
   if (bytes == 0) return nullptr;
-  return serving_->Allocate(
-      {.kind = alloc_internal::LoopEventKind::kAlloc,
-       .stream = stream,
-       .alignment = static_cast<uint32_t>(alignment),
-       .value = bytes});
+  return serving_->Allocate({.kind = alloc_internal::LoopEventKind::kAlloc,
+                             .stream = stream,
+                             .alignment = static_cast<uint32_t>(alignment),
+                             .value = bytes});
 }
 
 absl::Status PlannedAllocator::DoDeallocate(void* ptr) {

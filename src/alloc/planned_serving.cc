@@ -18,8 +18,7 @@ constexpr size_t kMaxChunkEvents = 4096;
 
 }  // namespace
 
-PlannedServing::PlannedServing(BfcAllocator& fallback,
-                               bool background_planning,
+PlannedServing::PlannedServing(BfcAllocator& fallback, bool background_planning,
                                uint64_t growth_allowance)
     : fallback_(fallback),
       growth_allowance_(growth_allowance),
@@ -52,18 +51,19 @@ void* PlannedServing::Allocate(const LoopEvent& request) {
   // Nothing is logged while a plan serves: the history starts again when it
   // ends.
   if (plan_ == nullptr) Log(request);
-  if (steady_requested_) steady_requested_ = std::max(*steady_requested_, requested_);
+  if (steady_requested_)
+    steady_requested_ = std::max(*steady_requested_, requested_);
   ++next_sequence_;
   return ptr;
 }
 
 void* PlannedServing::AllocateFromFallback(const LoopEvent& request) {
-  void* ptr = fallback_.Allocate(request.value, request.alignment,
-                                 request.stream);
+  void* ptr =
+      fallback_.Allocate(request.value, request.alignment, request.stream);
   if (ptr == nullptr) return nullptr;
   const uint64_t bytes = fallback_.AllocatedSize(ptr).value_or(request.value);
-  fallback_live_.emplace(ptr, FallbackBlock{next_sequence_, request.value,
-                                            bytes});
+  fallback_live_.emplace(ptr,
+                         FallbackBlock{next_sequence_, request.value, bytes});
   Account(request.value, bytes);
   if (steady_pool_) {
     // The pool grows only here while a plan serves.

@@ -66,8 +66,8 @@ class PlannedServing {
   // Follows `ready_` through an iteration without serving it: false when
   // `request` is not the one it plans next.
   bool Shadow(const LoopEvent& request);
-  void EndPlan();             // a request broke it: learn again
-  void ReleaseIdleArena();    // once no plan serves and nothing lives in it
+  void EndPlan();           // a request broke it: learn again
+  void ReleaseIdleArena();  // once no plan serves and nothing lives in it
   // The position of the live arena block at `ptr` in arena_plan_, or -1.
   int32_t ArenaPosition(const void* ptr) const;
   void Log(const LoopEvent& event);
@@ -81,9 +81,9 @@ class PlannedServing {
   mutable FutexMutex mutex_;
 
   // Learning.
-  std::vector<LoopEvent> pending_;  // not yet handed to the learner
-  uint64_t next_sequence_ = 0;      // of the next allocation
-  size_t logged_since_learning_ = 0;  // began or resumed
+  std::vector<LoopEvent> pending_;         // not yet handed to the learner
+  uint64_t next_sequence_ = 0;             // of the next allocation
+  size_t logged_since_learning_ = 0;       // began or resumed
   std::shared_ptr<const LoopPlan> ready_;  // found, waiting for its boundary
   int64_t shadowed_ = -1;  // requests of ready_'s iteration followed so far
 

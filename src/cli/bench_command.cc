@@ -304,7 +304,8 @@ void AddBenchCommand(CLI::App& app) {
   command->add_option(
       "--policies", flags->policies,
       "instead: a table of allocation policies over the corpus's traces "
-      "(min limit / peak live, pool / peak live with growth, ns/op); 'all', "
+      "(min limit / peak live, pool / peak live with growth, ns/op; planned: "
+      "the steady pool / live once a plan serves); 'all', "
       "or names with an optional [config], e.g. "
       "tf,pytorch[expandable_segments:True]; policies: " +
           PolicyNames());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -21,6 +22,8 @@ struct Cell {
   double ns_per_op = 0;        // one pass from an empty allocator
   double warm_ns_per_op = 0;   // later passes into one allocator
   int64_t failed_allocs = 0;   // with growth, at the default limit
+  // Steady pool / steady live, when a plan served at the end (planned).
+  std::optional<double> steady_ratio;
 };
 
 // The memory figures of one policy on one trace (speeds: MeasureSpeeds).
@@ -32,8 +35,13 @@ Cell MeasureMemory(const PreparedTrace& trace, const AllocatorSpec& spec,
   absl::StatusOr<ReplayResult> result = Replay(trace, *target, {});
   if (!result.ok())
     Fail(kCommand, 1, path + ": " + std::string(result.status().message()));
-  cell.pool_ratio = result->metrics.fragmentation;
-  cell.failed_allocs = result->metrics.failed_allocs;
+  const ReplayMetrics& metrics = result->metrics;
+  cell.pool_ratio = metrics.fragmentation;
+  cell.failed_allocs = metrics.failed_allocs;
+  if (metrics.steady_pool_bytes && metrics.steady_live_bytes.value_or(0) > 0) {
+    cell.steady_ratio = static_cast<double>(*metrics.steady_pool_bytes) /
+                        *metrics.steady_live_bytes;
+  }
   absl::StatusOr<MinimumLimit> limit = MinimumLimitFor(trace, spec);
   if (!limit.ok())
     Fail(kCommand, 1, path + ": " + std::string(limit.status().message()));
@@ -154,10 +162,18 @@ void RunPolicyBench(const std::vector<std::string>& trace_paths,
           {"ns_per_op", cell.ns_per_op},
           {"warm_ns_per_op", cell.warm_ns_per_op},
           {"failed_allocs", cell.failed_allocs}};
+      if (cell.steady_ratio) {
+        row["policies"][choice.label]["steady_pool_over_live"] =
+            *cell.steady_ratio;
+      }
       absl::StrAppend(&table,
-                      absl::StrFormat(" %.3f, %.3f, %.0f / %.0f |",
+                      absl::StrFormat(" %.3f, %.3f, %.0f / %.0f",
                                       cell.min_limit_ratio, cell.pool_ratio,
                                       cell.ns_per_op, cell.warm_ns_per_op));
+      if (cell.steady_ratio)
+        absl::StrAppend(&table,
+                        absl::StrFormat(" (steady %.3f)", *cell.steady_ratio));
+      table += " |";
       if (winner.empty() || cell.min_limit_ratio < best) {
         winner = choice.label;
         best = cell.min_limit_ratio;

@@ -34,21 +34,22 @@ nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats) {
 }
 
 nlohmann::json ReplayMetricsToJson(const ReplayMetrics& metrics) {
-  nlohmann::json json = {{"allocator", metrics.allocator},
-          {"events", metrics.events},
-          {"allocs", metrics.allocs},
-          {"frees", metrics.frees},
-          {"failed_allocs", metrics.failed_allocs},
-          {"recorded_failures", metrics.recorded_failures},
-          {"skipped_frees", metrics.skipped_frees},
-          {"peak_live_bytes", metrics.peak_live_bytes},
-          {"peak_in_use_bytes", metrics.peak_in_use_bytes},
-          {"peak_pool_bytes", metrics.peak_pool_bytes},
-          {"fragmentation", metrics.fragmentation},
-          {"seconds", metrics.seconds},
-          {"ns_per_op", metrics.ns_per_op},
-          {"stats", metrics.stats ? AllocatorStatsToJson(*metrics.stats)
-                                  : nlohmann::json()}};
+  nlohmann::json json = {
+      {"allocator", metrics.allocator},
+      {"events", metrics.events},
+      {"allocs", metrics.allocs},
+      {"frees", metrics.frees},
+      {"failed_allocs", metrics.failed_allocs},
+      {"recorded_failures", metrics.recorded_failures},
+      {"skipped_frees", metrics.skipped_frees},
+      {"peak_live_bytes", metrics.peak_live_bytes},
+      {"peak_in_use_bytes", metrics.peak_in_use_bytes},
+      {"peak_pool_bytes", metrics.peak_pool_bytes},
+      {"fragmentation", metrics.fragmentation},
+      {"seconds", metrics.seconds},
+      {"ns_per_op", metrics.ns_per_op},
+      {"stats", metrics.stats ? AllocatorStatsToJson(*metrics.stats)
+                              : nlohmann::json()}};
   if (metrics.steady_pool_bytes && metrics.steady_live_bytes) {
     json["planned_iterations"] = metrics.planned_iterations;
     json["steady_pool_bytes"] = *metrics.steady_pool_bytes;

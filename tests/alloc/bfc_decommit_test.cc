@@ -300,8 +300,8 @@ TEST(BfcTrim, GivesBackHolesAndTheAddressSpaceServesAgain) {
   // Everything went back: the whole limit can be had again.
   for (int round = 0; round < 4; ++round) {
     void* big = allocator->Allocate(60 * kMiB);
-    ASSERT_NE(big, nullptr) << "round " << round << ": "
-                            << allocator->LastFailureReport();
+    ASSERT_NE(big, nullptr)
+        << "round " << round << ": " << allocator->LastFailureReport();
     allocator->Deallocate(big);
     allocator->TrimFreeMemory();
   }

@@ -2,7 +2,9 @@
 // served by the fallback, and never more memory than `tight`.
 #include "tensormem/alloc/planned_allocator.h"
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -158,9 +160,8 @@ TEST(PlannedAllocatorTest, FreesOutOfOrderAreServedByTheFallback) {
   // Hold the first temporary until the end: places planned after its free
   // may still be taken by it.
   std::vector<LoopCall> late = step;
-  auto first_free = std::find_if(late.begin(), late.end(), [&](auto& c) {
-    return !c.alloc && c.id == 0;
-  });
+  auto first_free = std::find_if(
+      late.begin(), late.end(), [&](auto& c) { return !c.alloc && c.id == 0; });
   ASSERT_NE(first_free, late.end());
   late.erase(first_free);
   late.push_back({false, 0, 0});
@@ -239,6 +240,59 @@ TEST(PlannedAllocatorTest, ThreadsShareItSafely) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(planned.GetStats()->bytes_in_use, 0u);
+  EXPECT_TRUE(planned.fallback().CheckInvariants().ok());
+}
+
+// One thread runs a loop that the plan serves; another frees its blocks
+// (a producer and a consumer), a third allocates and frees on its own.
+TEST(PlannedAllocatorTest, BlocksOfAServedLoopMayBeFreedByAnotherThread) {
+  BuiltAllocator built = Build("planned", "planning:inline");
+  PlannedAllocator& planned = Planned(built);
+  const std::vector<LoopCall> step = TrainingStep(4, 8, kMiB, 0);
+  {
+    LoopDriver warm(planned);
+    for (int i = 0; i < 6; ++i) warm.Run(step);
+  }
+  ASSERT_TRUE(planned.loop_status().serving);
+  std::mutex mutex;
+  std::vector<void*> handed_over;
+  std::atomic<bool> done = false;
+  std::thread consumer([&] {
+    while (true) {
+      std::vector<void*> blocks;
+      {
+        std::lock_guard lock(mutex);
+        blocks.swap(handed_over);
+      }
+      for (void* block : blocks)
+        EXPECT_TRUE(planned.CheckedDeallocate(block).ok());
+      if (blocks.empty() && done) return;
+    }
+  });
+  std::thread bystander([&] {
+    for (int i = 0; i < 2000; ++i) {
+      void* block = planned.Allocate(4096 + i);
+      ASSERT_NE(block, nullptr);
+      planned.Deallocate(block);
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    std::vector<void*> blocks(64, nullptr);
+    for (const LoopCall& call : step) {
+      if (call.alloc) {
+        blocks[call.id] = planned.Allocate(call.bytes);
+        ASSERT_NE(blocks[call.id], nullptr);
+      } else {
+        std::lock_guard lock(mutex);
+        handed_over.push_back(blocks[call.id]);
+      }
+    }
+  }
+  done = true;
+  consumer.join();
+  bystander.join();
+  EXPECT_EQ(planned.GetStats()->bytes_in_use, 0u);
+  EXPECT_GT(planned.loop_status().arena_blocks, 0);
   EXPECT_TRUE(planned.fallback().CheckInvariants().ok());
 }
 

@@ -26,8 +26,8 @@
 // together, so only a deterministic order repeats.
 //
 //   auto fallback = std::make_unique<BfcAllocator>(
-//       std::make_unique<SimulatedSubAllocator>(kGiB), kGiB, BfcAllocatorOptions{},
-//       *CreatePolicy("tight", {.memory_limit = kGiB}));
+//       std::make_unique<SimulatedSubAllocator>(kGiB), kGiB,
+//       BfcAllocatorOptions{}, *CreatePolicy("tight", {.memory_limit = kGiB}));
 //   PlannedAllocator allocator(std::move(fallback));
 //   for (int step = 0; step < 10; ++step) {
 //     allocator.MarkIteration();  // optional: the loop is found without it
@@ -81,7 +81,7 @@ class PlannedAllocator final : public Allocator {
     int64_t plans_taken_over = 0;    // times a plan began serving
     int64_t planned_iterations = 0;  // whole iterations served from a plan
     int64_t mismatches = 0;          // plans ended by a different request
-    int64_t late_frees = 0;  // arena blocks served by the fallback instead
+    int64_t late_frees = 0;    // arena blocks served by the fallback instead
     int64_t arena_blocks = 0;  // blocks served from an arena
     bool serving = false;      // a plan serves now
     uint64_t period = 0;       // allocations per iteration of that plan

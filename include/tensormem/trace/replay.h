@@ -122,7 +122,7 @@ struct ReplayMetrics {
   int64_t planned_iterations = 0;
   std::optional<uint64_t> steady_pool_bytes;
   std::optional<uint64_t> steady_live_bytes;
-  double seconds = 0;        // of the timing pass; 0 when not measured
+  double seconds = 0;  // of the timing pass; 0 when not measured
   double ns_per_op = 0;
   std::optional<AllocatorStats> stats;  // the allocator's, at the end
 };

@@ -124,8 +124,8 @@ absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakeTightPolicy(
   if (!config.empty()) return UnknownConfigKey("tight", config.front().key, "");
   if (absl::Status granule = CheckGranule(environment); !granule.ok())
     return granule;
-  return std::make_unique<TightPolicy>(
-      environment, AllocationPolicy::LoopPlanning::kNone);
+  return std::make_unique<TightPolicy>(environment,
+                                       AllocationPolicy::LoopPlanning::kNone);
 }
 
 // `planned` places what no plan serves as `tight` does: the planned
