@@ -258,6 +258,7 @@ void OrderFrees(const LoopHistory& history, size_t begin, size_t end,
                event.value != kUnloggedBlock && event.value >= first &&
                event.value - first < plan.shape.period) {
       plan.requests[event.value - first].free_rank = frees++;
+      plan.free_order.push_back(static_cast<uint32_t>(event.value - first));
     }
   }
   plan.arena_frees = frees;

@@ -98,8 +98,9 @@ struct LoopPlan {
   std::vector<PlannedRequest> requests;  // shape.period of them, in order
   uint64_t arena_bytes = 0;
   uint64_t arena_alignment = 256;
-  uint32_t arena_frees = 0;      // frees of arena blocks within an iteration
-  uint64_t peak_arena_live = 0;  // lower bound of arena_bytes
+  uint32_t arena_frees = 0;  // frees of arena blocks within an iteration
+  std::vector<uint32_t> free_order;  // by free rank: the request freed
+  uint64_t peak_arena_live = 0;      // lower bound of arena_bytes
   // The distinct offsets of arena blocks, numbered: at most one live block
   // starts at each, so a free finds its block by one lookup.
   absl::flat_hash_map<uint64_t, uint32_t> slot_of_offset;

@@ -160,6 +160,16 @@ bool PlannedServing::FreeLocked(void* ptr) {
 }
 
 int32_t PlannedServing::ArenaPosition(const void* ptr) const {
+  // Frees come in the planned order as a rule: the one expected next needs
+  // no lookup.
+  if (plan_ != nullptr && frontier_ < plan_->free_order.size()) {
+    const uint32_t expected = plan_->free_order[frontier_];
+    const PlannedRequest& planned = plan_->requests[expected];
+    if (arena_ + planned.offset == ptr &&
+        live_position_[planned.slot] == static_cast<int32_t>(expected)) {
+      return static_cast<int32_t>(expected);
+    }
+  }
   const auto slot = arena_plan_->slot_of_offset.find(
       static_cast<uint64_t>(static_cast<const char*>(ptr) - arena_));
   if (slot == arena_plan_->slot_of_offset.end()) return -1;
