@@ -11,7 +11,8 @@
 //  - for the TensorFlow rules, an allocator over the reference free index
 //    (tests/alloc) fed the same calls places every block at the same offset.
 // Every BFC policy and every sub-allocator kind is covered: the lists come
-// from the library, so new ones join without touching this file.
+// from the library, so new ones join without touching this file. The planned
+// policy also gets decoded loops (planned_driver.h).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "allocator_fuzz_setup.h"
 #include "byte_reader.h"
 #include "fuzz_check.h"
+#include "planned_driver.h"
 #include "tensormem/alloc/bfc_allocator.h"
 #include "tensormem/alloc/limiting_allocator.h"
 #include "tensormem/alloc/system_allocator.h"
@@ -252,8 +254,11 @@ void RunAdaptors(ByteReader& input) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tensormem::fuzz::ByteReader input(data, size);
-  if (input.Byte() % 8 == 0) {
+  const uint8_t mode = input.Byte() % 8;
+  if (mode == 0) {
     tensormem::fuzz::RunAdaptors(input);
+  } else if (mode == 1) {
+    tensormem::fuzz::RunPlanned(input);
   } else {
     tensormem::fuzz::RunBfc(input);
   }
