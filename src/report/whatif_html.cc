@@ -24,6 +24,17 @@ std::string OutOfMemoryCell(const WhatIfRow& row) {
                          HumanBytes(row.out_of_memory->bytes));
 }
 
+// Allocators that learn loops (planned): reserved from the iteration their
+// plan began to serve, and over live bytes then.
+std::string SteadyCell(const WhatIfRow& row) {
+  const ReplayMetrics& metrics = row.metrics;
+  if (!metrics.steady_pool_bytes || metrics.steady_live_bytes.value_or(0) == 0)
+    return "-";
+  return absl::StrFormat("%s (%.4f)", HumanBytes(*metrics.steady_pool_bytes),
+                         static_cast<double>(*metrics.steady_pool_bytes) /
+                             *metrics.steady_live_bytes);
+}
+
 TimelineChartData ReservedChart(const WhatIfResult& result) {
   TimelineChartData chart;
   chart.x_label = "event";
@@ -40,8 +51,9 @@ TimelineChartData ReservedChart(const WhatIfResult& result) {
 }  // namespace
 
 std::vector<std::string> WhatIfTableHeader() {
-  return {"candidate", "peak reserved",  "reserved/live", "frag. at peak",
-          "min limit", "min limit/live", "ns/op",         "device memory"};
+  return {"candidate",     "peak reserved", "reserved/live",
+          "frag. at peak", "min limit",     "min limit/live",
+          "ns/op",         "device memory", "steady reserved"};
 }
 
 std::vector<std::vector<std::string>> WhatIfTableRows(
@@ -54,7 +66,8 @@ std::vector<std::vector<std::string>> WhatIfTableRows(
          absl::StrFormat("%.1f%%", 100 * row.fragmentation_at_peak),
          MinLimitCell(row),
          row.min_limit ? absl::StrFormat("%.4f", row.min_limit->ratio) : "-",
-         absl::StrFormat("%.1f", row.metrics.ns_per_op), OutOfMemoryCell(row)});
+         absl::StrFormat("%.1f", row.metrics.ns_per_op), OutOfMemoryCell(row),
+         SteadyCell(row)});
   }
   return rows;
 }
