@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/strategy_registry.h"
@@ -142,13 +143,19 @@ std::optional<LoopShape> FindLoop(
   std::sort(candidates.begin(), candidates.end());
   size_t best_period = 0, best_span = 0;
   uint64_t best_key = 0;
+  std::vector<size_t> rejected_periods;  // here: their multiples are too
   for (const auto& [unexplained, p] : candidates) {
     // A repetition inside an iteration (equal layers, a loop over
     // parameters) explains a stretch; the program's loop, once seen twice,
     // most of what was logged.
     if (2 * (n - unexplained) < n) break;
     const uint64_t key = LoopKey(history, index, n - p, p);
-    if (rejected.contains(key)) continue;
+    if (rejected.contains(key) ||
+        absl::c_any_of(rejected_periods,
+                       [p](size_t q) { return p % q == 0; })) {
+      rejected_periods.push_back(p);
+      continue;
+    }
     best_period = p, best_span = n - unexplained, best_key = key;
     break;
   }

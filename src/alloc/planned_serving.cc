@@ -203,10 +203,13 @@ void PlannedServing::MaybeTakeOver(const LoopEvent* request) {
           : !shape.marked && next_sequence_ >= shape.first_sequence &&
                 (next_sequence_ - shape.first_sequence) % shape.period == 0;
   using Outcome = LoopLearner::Outcome;
-  if (!at_boundary || shadowed_ != static_cast<int64_t>(shape.period)) {
+  // The last plan's arena blocks must be gone first.
+  if (!at_boundary || shadowed_ != static_cast<int64_t>(shape.period) ||
+      arena_live_ != 0) {
     // A repetition inside an iteration (equal layers) looks like a loop
     // until it ends: the plan first follows one whole iteration without
-    // serving it, and is dropped at the first request that differs.
+    // serving it (again, when it could not take over), and is dropped at
+    // the first request that differs.
     if (at_boundary) shadowed_ = 0;
     if (request != nullptr && shadowed_ >= 0 && !Shadow(*request)) {
       learner_.Resume(Outcome::kNotALoop, shape.key, next_sequence_);
@@ -214,7 +217,6 @@ void PlannedServing::MaybeTakeOver(const LoopEvent* request) {
     }
     return;
   }
-  if (arena_live_ != 0) return;  // the last plan's blocks: not yet
   ReleaseIdleArena();
   std::shared_ptr<const LoopPlan> plan = std::move(ready_);
   if (!TakeOver(plan))

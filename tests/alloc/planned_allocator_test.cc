@@ -150,6 +150,30 @@ TEST(PlannedAllocatorTest, ANewLoopIsLearntAfterTheOldOneEnds) {
   EXPECT_GT(status.arena_bytes, first_arena);
 }
 
+// A new loop's plan waits until the last plan's arena blocks are freed,
+// following iteration after iteration, then serves.
+TEST(PlannedAllocatorTest, ANewPlanWaitsForTheOldArenaToEmpty) {
+  BuiltAllocator built = Build("planned", "planning:inline");
+  PlannedAllocator& planned = Planned(built);
+  LoopDriver driver(planned);
+  const std::vector<LoopCall> first = TrainingStep(4, 1, 4 * kMiB, 0);
+  for (int i = 0; i < 6; ++i) driver.Run(first);
+  ASSERT_TRUE(planned.loop_status().serving);
+  void* held = driver.Allocate(100, first[0].bytes);  // an arena block
+  const std::vector<LoopCall> second = TrainingStep(4, 2, 4 * kMiB, 0);
+  for (int i = 0; i < 6; ++i) driver.Run(second);
+  EXPECT_FALSE(planned.loop_status().serving);
+  EXPECT_NE(planned.loop_status().arena_bytes, 0u);  // still held
+  ASSERT_NE(held, nullptr);
+  driver.Free(100);
+  for (int i = 0; i < 3; ++i) driver.Run(second);
+  const PlannedAllocator::LoopStatus status = planned.loop_status();
+  EXPECT_TRUE(status.serving);
+  EXPECT_EQ(status.plans_taken_over, 2);
+  EXPECT_EQ(status.period, 12u);  // the loop itself, not two iterations of it
+  EXPECT_TRUE(planned.fallback().CheckInvariants().ok());
+}
+
 TEST(PlannedAllocatorTest, FreesOutOfOrderAreServedByTheFallback) {
   BuiltAllocator built = Build("planned", "planning:inline");
   PlannedAllocator& planned = Planned(built);
