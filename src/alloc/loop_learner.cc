@@ -44,7 +44,8 @@ void LoopLearner::Resume(Outcome outcome, uint64_t key,
   if (outcome != Outcome::kChanged) rejected_.insert(key);
   if (outcome == Outcome::kChanged || outcome == Outcome::kBroken) {
     inbox_.clear();
-    history_ = LoopHistory{.first_sequence = next_sequence};
+    history_.events.clear();
+    history_.first_sequence = next_sequence;
     events_at_last_try_ = 0;
   }
   serving_ = false;

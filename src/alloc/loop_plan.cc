@@ -141,10 +141,11 @@ std::optional<LoopShape> FindLoop(
     if (z[p] >= p + 1) candidates.emplace_back(n - (z[p] + p), p);
   }
   std::sort(candidates.begin(), candidates.end());
-  size_t best_period = 0, best_span = 0;
+  size_t best_period = 0;
   uint64_t best_key = 0;
   std::vector<size_t> rejected_periods;  // here: their multiples are too
-  for (const auto& [unexplained, p] : candidates) {
+  for (const auto& candidate : candidates) {
+    const size_t unexplained = candidate.first, p = candidate.second;
     // A repetition inside an iteration (equal layers, a loop over
     // parameters) explains a stretch; the program's loop, once seen twice,
     // most of what was logged.
@@ -156,7 +157,7 @@ std::optional<LoopShape> FindLoop(
       rejected_periods.push_back(p);
       continue;
     }
-    best_period = p, best_span = n - unexplained, best_key = key;
+    best_period = p, best_key = key;
     break;
   }
   if (best_period == 0) return std::nullopt;
