@@ -10,6 +10,10 @@ namespace {
 // it arrived keeps its cost per call constant.
 constexpr size_t kMinNewEvents = 32;
 constexpr size_t kHistoryFractionPerTry = 8;
+// In the background, the optimal planner may improve on best fit for this
+// long (inline, best fit alone: the caller waits). Short: an allocator being
+// destroyed waits for it.
+constexpr double kSearchSeconds = 0.25;
 
 }  // namespace
 
@@ -104,7 +108,7 @@ void LoopLearner::Absorb(std::vector<LoopEvent> events,
     const LoopHistory history = history_;
     lock.unlock();
     shape = FindLoop(history, rejected);
-    if (shape) plan = BuildLoopPlan(history, *shape);
+    if (shape) plan = BuildLoopPlan(history, *shape, kSearchSeconds);
     lock.lock();
   } else {
     shape = FindLoop(history_, rejected);

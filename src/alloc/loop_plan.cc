@@ -275,7 +275,8 @@ void OrderFrees(const LoopHistory& history, size_t begin, size_t end,
 }  // namespace
 
 absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
-                                       const LoopShape& shape) {
+                                       const LoopShape& shape,
+                                       double search_seconds) {
   const IndexedHistory index = Index(history);
   absl::StatusOr<std::pair<size_t, size_t>> range =
       IterationEvents(history, index, shape);
@@ -328,6 +329,15 @@ absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
   absl::StatusOr<PlanResult> placed =
       RunStrategy("best_fit_multi", set, PlanMode::kOffsets, options);
   if (!placed.ok()) return placed.status();
+  if (search_seconds > 0 && placed->total_size > placed->lower_bound) {
+    // The search starts from nothing: it may find less, or nothing in time.
+    options.allow_slow = true;
+    options.time_limit_seconds = search_seconds;
+    absl::StatusOr<PlanResult> searched =
+        RunStrategy("optimal", set, PlanMode::kOffsets, options);
+    if (searched.ok() && searched->total_size < placed->total_size)
+      placed = std::move(searched);
+  }
   plan.arena_bytes = placed->total_size;
   plan.peak_arena_live = placed->lower_bound;
   OrderFrees(history, begin, end, placed->offsets, buffer_of, plan);

@@ -108,9 +108,12 @@ struct LoopPlan {
 
 // The plan for the iteration of `shape` in the history (which must hold it
 // and the allocation that follows it). The arena is placed by best fit under
-// several orders (plan/'s best_fit_multi); errors are the planner's.
+// several orders (plan/'s best_fit_multi), then, given `search_seconds`, by
+// the optimal planner within that time when it finds a smaller one; errors
+// are best fit's.
 absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
-                                       const LoopShape& shape);
+                                       const LoopShape& shape,
+                                       double search_seconds = 0);
 
 }  // namespace tensormem::alloc_internal
 

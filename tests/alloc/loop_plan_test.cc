@@ -102,6 +102,32 @@ TEST(BuildLoopPlanTest, PlacesTheIterationAndOrdersItsFrees) {
   EXPECT_EQ(plan->requests[1].free_rank, 0u);
 }
 
+TEST(BuildLoopPlanTest, ASearchNeverMakesTheArenaLarger) {
+  HistoryBuilder log;
+  for (int i = 0; i < 3; ++i) {
+    // Sizes and lifetimes where placing by size alone wastes room.
+    const uint64_t a = log.Alloc(3000);
+    const uint64_t b = log.Alloc(1000);
+    log.Free(a);
+    const uint64_t c = log.Alloc(2000);
+    const uint64_t d = log.Alloc(1500);
+    log.Free(b);
+    log.Free(d);
+    const uint64_t e = log.Alloc(2500);
+    log.Free(c);
+    log.Free(e);
+  }
+  log.Alloc(3000);
+  const std::optional<LoopShape> shape = FindLoop(log.history(), {});
+  ASSERT_TRUE(shape.has_value());
+  const absl::StatusOr<LoopPlan> fast = BuildLoopPlan(log.history(), *shape);
+  const absl::StatusOr<LoopPlan> searched =
+      BuildLoopPlan(log.history(), *shape, /*search_seconds=*/0.5);
+  ASSERT_TRUE(fast.ok() && searched.ok());
+  EXPECT_LE(searched->arena_bytes, fast->arena_bytes);
+  EXPECT_GE(searched->arena_bytes, searched->peak_arena_live);
+}
+
 TEST(BuildLoopPlanTest, ABlockFreedEarlyInTheNextIterationHoldsItsPlace) {
   // Something is live at every boundary; the quietest is before the
   // scratch block, and the activation made last is freed in the next
