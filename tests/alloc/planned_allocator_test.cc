@@ -283,6 +283,8 @@ TEST(PlannedAllocatorTest, BlocksOfAServedLoopMayBeFreedByAnotherThread) {
   std::atomic<bool> done = false;
   std::thread consumer([&] {
     while (true) {
+      // Read before taking the blocks: once set, every block was handed over.
+      const bool finished = done;
       std::vector<void*> blocks;
       {
         std::lock_guard lock(mutex);
@@ -290,7 +292,7 @@ TEST(PlannedAllocatorTest, BlocksOfAServedLoopMayBeFreedByAnotherThread) {
       }
       for (void* block : blocks)
         EXPECT_TRUE(planned.CheckedDeallocate(block).ok());
-      if (blocks.empty() && done) return;
+      if (finished && blocks.empty()) return;
     }
   });
   std::thread bystander([&] {
