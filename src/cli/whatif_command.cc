@@ -2,6 +2,7 @@
 // configurations, compared in one table (docs/replay.md, "What-if").
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include "tensormem/core/units.h"
 #include "tensormem/report/plan_html.h"
 #include "tensormem/report/whatif_html.h"
+#include "tensormem/report/whatif_text.h"
+#include "tensormem/trace/trace_input.h"
 #include "tensormem/trace/whatif.h"
 
 namespace tensormem::cli {
@@ -46,43 +49,32 @@ std::vector<WhatIfCandidate> Candidates(const WhatIfFlags& flags) {
   return candidates.empty() ? DefaultWhatIfCandidates() : candidates;
 }
 
-void PrintTable(const WhatIfResult& result) {
-  std::printf("peak live %s", HumanBytes(result.peak_live_bytes).c_str());
-  if (result.device_memory)
-    std::printf(", device memory %s",
-                HumanBytes(*result.device_memory).c_str());
-  std::printf("\n\n");
-  std::vector<std::vector<std::string>> lines = {WhatIfTableHeader()};
-  for (auto& row : WhatIfTableRows(result)) lines.push_back(std::move(row));
-  std::vector<size_t> widths(lines[0].size(), 0);
-  for (const auto& line : lines) {
-    for (size_t c = 0; c < line.size(); ++c)
-      widths[c] = std::max(widths[c], line[c].size());
-  }
-  for (const auto& line : lines) {
-    for (size_t c = 0; c < line.size(); ++c) {
-      std::printf(c == 0 ? "%-*s" : "  %*s", static_cast<int>(widths[c]),
-                  line[c].c_str());
+// The input prepared, and a snapshot's recording when it has segment events.
+struct WhatIfInput {
+  PreparedTrace trace;
+  std::optional<PytorchRecording> recording;
+};
+
+WhatIfInput Load(const WhatIfFlags& flags) {
+  absl::StatusOr<TraceInput> input = ReadTraceInput(
+      flags.input, {.format = std::nullopt, .device = flags.device});
+  if (!input.ok()) Fail(kCommand, 1, std::string(input.status().message()));
+  absl::StatusOr<PreparedTrace> prepared = PreparedTrace::Prepare(input->trace);
+  if (!prepared.ok())
+    Fail(kCommand, 1,
+         flags.input + ": " + std::string(prepared.status().message()));
+  WhatIfInput loaded{*std::move(prepared), std::nullopt};
+  if (input->pytorch_details) {
+    if (input->pytorch_details->recording.has_segment_events()) {
+      loaded.recording = std::move(input->pytorch_details->recording);
+    } else {
+      std::fprintf(stderr,
+                   "tensormem whatif: %s: the snapshot has no segment events "
+                   "(segment_alloc, segment_map, ...): no recorded row\n",
+                   flags.input.c_str());
     }
-    std::printf("\n");
   }
-  for (const WhatIfRow& row : result.rows) {
-    if (row.min_limit && row.min_limit->method == MinLimitMethod::kBisection) {
-      std::printf(
-          "\n%s: min limit by bisection only (assumes monotone; the "
-          "exact scan was too costly)",
-          row.label.c_str());
-    }
-    if (!row.out_of_memory) continue;
-    const WhatIfOutOfMemory& oom = *row.out_of_memory;
-    std::printf(
-        "\n%s: out of memory at event %lld, a request of %s with %s live and "
-        "%s reserved (%lld failed allocations in all)\n%s\n",
-        row.label.c_str(), static_cast<long long>(oom.event),
-        HumanBytes(oom.bytes).c_str(), HumanBytes(oom.live_bytes).c_str(),
-        HumanBytes(oom.reserved_bytes).c_str(),
-        static_cast<long long>(oom.failed_allocs), oom.explanation.c_str());
-  }
+  return loaded;
 }
 
 void Run(const WhatIfFlags& flags) {
@@ -99,8 +91,10 @@ void Run(const WhatIfFlags& flags) {
     }
     options.device_memory = *bytes;
   }
-  const PreparedTrace trace = LoadTrace(kCommand, flags.input, flags.device);
-  absl::StatusOr<WhatIfResult> result = RunWhatIf(trace, candidates, options);
+  const WhatIfInput input = Load(flags);
+  if (input.recording) options.recording = &*input.recording;
+  absl::StatusOr<WhatIfResult> result =
+      RunWhatIf(input.trace, candidates, options);
   if (!result.ok())
     Fail(kCommand, 1,
          flags.input + ": " + std::string(result.status().message()));
@@ -116,7 +110,7 @@ void Run(const WhatIfFlags& flags) {
     std::printf("%s\n", json.dump(2).c_str());
     return;
   }
-  PrintTable(*result);
+  std::printf("%s", RenderWhatIfText(*result).c_str());
 }
 
 }  // namespace
@@ -129,6 +123,12 @@ void AddWhatIfCommand(CLI::App& app) {
       "configurations and compare peak reserved bytes, the smallest device "
       "memory that serves it, fragmentation, speed and where each runs out "
       "of memory.\n"
+      "On a PyTorch snapshot with segment events, a recorded row (what "
+      "PyTorch reserved on the GPU) comes first, the candidate with the "
+      "snapshot's settings is also replayed as the GPU ran it and checked "
+      "against the recording, and a recommendation ends the output: the "
+      "PyTorch setting that reserves least and what tensormem's tight would "
+      "save.\n"
       "A candidate is a policy and allocator options as key=value, e.g. "
       "\"pytorch config=expandable_segments:True\".\n"
       "Example: tensormem whatif tests/data/trace/snapshot_protocol4.pickle "

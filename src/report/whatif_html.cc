@@ -5,35 +5,10 @@
 #include "tensormem/core/units.h"
 #include "tensormem/report/html_page.h"
 #include "tensormem/report/timeline_chart.h"
+#include "tensormem/report/whatif_text.h"
 
 namespace tensormem {
 namespace {
-
-std::string MinLimitCell(const WhatIfRow& row) {
-  if (!row.min_limit) return row.min_limit_error.empty() ? "-" : "none";
-  return absl::StrFormat("%s%s", HumanBytes(row.min_limit->limit_bytes),
-                         row.min_limit->method == MinLimitMethod::kBisection
-                             ? " (bisection)"
-                             : "");
-}
-
-std::string OutOfMemoryCell(const WhatIfRow& row) {
-  if (!row.device_memory_checked) return "-";
-  if (!row.out_of_memory) return "fits";
-  return absl::StrFormat("OOM at event %d (%s)", row.out_of_memory->event,
-                         HumanBytes(row.out_of_memory->bytes));
-}
-
-// Allocators that learn loops (planned): reserved from the iteration their
-// plan began to serve, and over live bytes then.
-std::string SteadyCell(const WhatIfRow& row) {
-  const ReplayMetrics& metrics = row.metrics;
-  if (!metrics.steady_pool_bytes || metrics.steady_live_bytes.value_or(0) == 0)
-    return "-";
-  return absl::StrFormat("%s (%.4f)", HumanBytes(*metrics.steady_pool_bytes),
-                         static_cast<double>(*metrics.steady_pool_bytes) /
-                             *metrics.steady_live_bytes);
-}
 
 TimelineChartData ReservedChart(const WhatIfResult& result) {
   TimelineChartData chart;
@@ -50,28 +25,6 @@ TimelineChartData ReservedChart(const WhatIfResult& result) {
 
 }  // namespace
 
-std::vector<std::string> WhatIfTableHeader() {
-  return {"candidate",     "peak reserved", "reserved/live",
-          "frag. at peak", "min limit",     "min limit/live",
-          "ns/op",         "device memory", "steady reserved"};
-}
-
-std::vector<std::vector<std::string>> WhatIfTableRows(
-    const WhatIfResult& result) {
-  std::vector<std::vector<std::string>> rows;
-  for (const WhatIfRow& row : result.rows) {
-    rows.push_back(
-        {row.label, HumanBytes(row.metrics.peak_pool_bytes),
-         absl::StrFormat("%.4f", row.metrics.fragmentation),
-         absl::StrFormat("%.1f%%", 100 * row.fragmentation_at_peak),
-         MinLimitCell(row),
-         row.min_limit ? absl::StrFormat("%.4f", row.min_limit->ratio) : "-",
-         absl::StrFormat("%.1f", row.metrics.ns_per_op), OutOfMemoryCell(row),
-         SteadyCell(row)});
-  }
-  return rows;
-}
-
 std::string RenderWhatIfHtml(const WhatIfResult& result,
                              std::string_view title) {
   HtmlPage page(title);
@@ -83,6 +36,13 @@ std::string RenderWhatIfHtml(const WhatIfResult& result,
           : std::string()));
   page.AddTable(WhatIfTableHeader(), WhatIfTableRows(result),
                 "tm-table tm-whatif");
+  for (const std::string& line : WhatIfRecordedLines(result))
+    page.AddParagraph(line);
+  if (result.recommendation) {
+    page.AddHeading("Recommendation");
+    for (const std::string& line : result.recommendation->lines)
+      page.AddParagraph(line);
+  }
   if (!result.timeline_events.empty()) {
     page.AddHeading("Reserved bytes over time (peak live as the floor)");
     page.AddTimelineChart(ReservedChart(result));

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "tensormem/trace/replay_allocator.h"
+#include "whatif_recorded.h"
 
 namespace tensormem {
 namespace {
@@ -71,22 +72,31 @@ std::vector<int64_t> SampleEvents(size_t events, size_t samples) {
   return ends;
 }
 
+// `replayed`: the candidate's replay when already made (as the GPU ran it).
 absl::StatusOr<WhatIfRow> RunCandidate(const PreparedTrace& trace,
                                        const WhatIfCandidate& candidate,
                                        const WhatIfOptions& options,
-                                       const std::vector<int64_t>& samples) {
+                                       const std::vector<int64_t>& samples,
+                                       const ReplayResult* replayed) {
   WhatIfRow row;
   row.label = candidate.label;
+  row.spec = candidate.spec;
   row.allocator = DescribeAllocator(candidate.spec);
-  absl::StatusOr<ReplayTarget> target = CreateReplayTarget(candidate.spec);
-  if (!target.ok()) return target.status();
-  absl::StatusOr<ReplayResult> result =
-      Replay(trace, *target,
-             {.max_timeline_samples = std::max<size_t>(1, trace.steps().size()),
-              .max_failure_reports = 0});
-  if (!result.ok()) return result.status();
-  row.metrics = result->metrics;
-  UseTimeline(result->timeline, samples, row);
+  if (replayed) {
+    row.replayed_as_run = true;
+    row.metrics = replayed->metrics;
+    UseTimeline(replayed->timeline, samples, row);
+  } else {
+    absl::StatusOr<ReplayTarget> target = CreateReplayTarget(candidate.spec);
+    if (!target.ok()) return target.status();
+    absl::StatusOr<ReplayResult> result = Replay(
+        trace, *target,
+        {.max_timeline_samples = std::max<size_t>(1, trace.steps().size()),
+         .max_failure_reports = 0});
+    if (!result.ok()) return result.status();
+    row.metrics = result->metrics;
+    UseTimeline(result->timeline, samples, row);
+  }
   if (options.measure_speed) {
     absl::StatusOr<ReplayMetrics> timed =
         FastestTimedReplay(trace, candidate.spec, kTimingRuns);
@@ -117,6 +127,57 @@ absl::StatusOr<WhatIfRow> RunCandidate(const PreparedTrace& trace,
     row.out_of_memory = *std::move(oom);
   }
   return row;
+}
+
+nlohmann::json RecordedToJson(const WhatIfResult& result) {
+  const WhatIfRecorded& recorded = *result.recorded;
+  nlohmann::json as_run;
+  if (recorded.as_run_error.empty()) {
+    as_run = SnapshotComparisonToJson(recorded.as_run);
+    as_run["peak_reserved_bytes"] = recorded.as_run_peak_reserved_bytes;
+  } else {
+    as_run = {{"error", recorded.as_run_error}};
+  }
+  return {{"config", recorded.config},
+          {"peak_reserved_bytes", recorded.peak_reserved_bytes},
+          {"peak_reserved_over_live",
+           result.peak_live_bytes == 0
+               ? 0.0
+               : static_cast<double>(recorded.peak_reserved_bytes) /
+                     result.peak_live_bytes},
+          {"segments", recorded.segments},
+          {"alloc_retries", recorded.alloc_retries},
+          {"reserved_at_start_bytes", recorded.reserved_at_start_bytes},
+          {"candidate", result.rows[recorded.row].label},
+          {"as_run", std::move(as_run)},
+          {"matches", recorded.matches}};
+}
+
+nlohmann::json SavingToJson(const WhatIfResult& result,
+                            const WhatIfSaving& saving) {
+  const WhatIfRow& row = result.rows[saving.row];
+  return {{"candidate", row.label},
+          {"config", row.spec.config},
+          {"peak_reserved_bytes", row.metrics.peak_pool_bytes},
+          {"saving_bytes", saving.saving_bytes},
+          {"saving_percent", saving.saving_percent}};
+}
+
+nlohmann::json RecommendationToJson(const WhatIfResult& result) {
+  const WhatIfRecommendation& advice = *result.recommendation;
+  const WhatIfRow& baseline = result.rows[advice.baseline_row];
+  nlohmann::json json = {
+      {"baseline",
+       {{"candidate", baseline.label},
+        {"config", baseline.spec.config},
+        {"peak_reserved_bytes", baseline.metrics.peak_pool_bytes}}},
+      {"best_pytorch", nullptr},
+      {"tight", nullptr},
+      {"text", advice.lines}};
+  if (advice.best_pytorch)
+    json["best_pytorch"] = SavingToJson(result, *advice.best_pytorch);
+  if (advice.tight) json["tight"] = SavingToJson(result, *advice.tight);
+  return json;
 }
 
 }  // namespace
@@ -174,17 +235,31 @@ std::vector<WhatIfCandidate> DefaultWhatIfCandidates() {
   return *ParseWhatIfCandidates(kDefaultWhatIfCandidates);
 }
 
-absl::StatusOr<WhatIfResult> RunWhatIf(
-    const PreparedTrace& trace, const std::vector<WhatIfCandidate>& candidates,
-    const WhatIfOptions& options) {
+absl::StatusOr<WhatIfResult> RunWhatIf(const PreparedTrace& trace,
+                                       std::vector<WhatIfCandidate> candidates,
+                                       const WhatIfOptions& options) {
+  const PytorchRecording* recording =
+      options.recording && options.recording->has_segment_events()
+          ? options.recording
+          : nullptr;
   WhatIfResult result;
+  std::optional<trace_internal::RecordedComparison> compared;
+  if (recording) {
+    compared =
+        trace_internal::CompareWithRecording(trace, *recording, candidates);
+    result.recorded = compared->recorded;
+  }
   result.peak_live_bytes = trace.peak_live_bytes();
   result.device_memory = options.device_memory;
   result.timeline_events =
       SampleEvents(trace.steps().size(), options.timeline_samples);
-  for (const WhatIfCandidate& candidate : candidates) {
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const WhatIfCandidate& candidate = candidates[i];
+    const bool as_run =
+        compared && compared->as_run && compared->recorded.row == i;
     absl::StatusOr<WhatIfRow> row =
-        RunCandidate(trace, candidate, options, result.timeline_events);
+        RunCandidate(trace, candidate, options, result.timeline_events,
+                     as_run ? &*compared->as_run : nullptr);
     if (!row.ok()) {
       return absl::Status(
           row.status().code(),
@@ -192,6 +267,7 @@ absl::StatusOr<WhatIfResult> RunWhatIf(
     }
     result.rows.push_back(*std::move(row));
   }
+  result.recommendation = trace_internal::Recommend(result);
   return result;
 }
 
@@ -201,6 +277,7 @@ nlohmann::json WhatIfToJson(const WhatIfResult& result) {
     nlohmann::json json = {
         {"candidate", row.label},
         {"allocator_config", row.allocator},
+        {"replayed_as_run", row.replayed_as_run},
         {"peak_reserved_bytes", row.metrics.peak_pool_bytes},
         {"peak_reserved_over_live", row.metrics.fragmentation},
         {"fragmentation_at_peak", row.fragmentation_at_peak},
@@ -227,6 +304,9 @@ nlohmann::json WhatIfToJson(const WhatIfResult& result) {
   }
   nlohmann::json json = {{"peak_live_bytes", result.peak_live_bytes},
                          {"candidates", std::move(rows)}};
+  if (result.recorded) json["recorded"] = RecordedToJson(result);
+  if (result.recommendation)
+    json["recommendation"] = RecommendationToJson(result);
   if (result.device_memory) json["device_memory_bytes"] = *result.device_memory;
   if (!result.timeline_events.empty())
     json["timeline_events"] = result.timeline_events;

@@ -233,6 +233,32 @@ TEST(WhatIfCliTest, SnapshotThroughSeveralPoliciesWithADeviceLimit) {
   EXPECT_THAT(bad.err, HasSubstr("candidate 'nosuch'"));
 }
 
+TEST(WhatIfCliTest, SnapshotGetsTheRecordedRowAndARecommendation) {
+  const char* snapshot =
+      "bench/results/gpu/2026-11-28-h200-2/snapshots/max_split_128.pickle.gz";
+  const nlohmann::json json =
+      RunJson(std::string("whatif ") + snapshot + " --no-min-limit --json");
+  const nlohmann::json& recorded = json["recorded"];
+  EXPECT_EQ(recorded["config"], "max_split_size_mb:128");
+  EXPECT_EQ(recorded["matches"], true);
+  EXPECT_EQ(recorded["as_run"]["divergences"], 0);
+  // The recorded settings were not among the candidates: they join them.
+  EXPECT_EQ(recorded["candidate"], "pytorch config=max_split_size_mb:128");
+  ASSERT_EQ(json["candidates"].size(), 6u);
+  const nlohmann::json& advice = json["recommendation"];
+  EXPECT_EQ(advice["baseline"]["candidate"], recorded["candidate"]);
+  EXPECT_GT(advice["best_pytorch"]["saving_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(advice["tight"]["candidate"], "tight");
+
+  const CommandOutput text =
+      RunTensormem(std::string("whatif ") + snapshot + " --no-min-limit");
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("recorded (PyTorch on the GPU)"));
+  EXPECT_THAT(text.out, HasSubstr("matches the recording"));
+  EXPECT_THAT(text.out, HasSubstr("recommendation:"));
+  EXPECT_THAT(text.out, HasSubstr("PYTORCH_CUDA_ALLOC_CONF="));
+}
+
 TEST(BenchCliTest, CorpusTableAndReport) {
   const std::string out = FreshDirectory("bench");
   const nlohmann::json json = RunJson(std::string("bench --corpus ") + kData +

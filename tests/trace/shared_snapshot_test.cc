@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "tensormem/trace/importers.h"
 #include "tensormem/trace/snapshot_replay.h"
+#include "tensormem/trace/whatif.h"
 
 namespace tensormem {
 namespace {
@@ -97,6 +98,33 @@ TEST_P(SharedSnapshotTest, ReplaysAsRecorded) {
     EXPECT_EQ(comparison.replayed_alloc_retries,
               comparison.recorded_alloc_retries);
   }
+}
+
+// What-if on the snapshot: a recorded row exactly when it has segment
+// events, whose check agrees with the verified replay above.
+TEST_P(SharedSnapshotTest, WhatIfHasTheRecordedRowAndAdvice) {
+  absl::StatusOr<PytorchImport> read =
+      ReadPytorchSnapshot((SharedFolder() / GetParam()).string());
+  ASSERT_TRUE(read.ok()) << read.status();
+  absl::StatusOr<PreparedTrace> trace = PreparedTrace::Prepare(read->trace);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  WhatIfOptions options;
+  options.min_limit = false;
+  options.measure_speed = false;
+  options.recording = &read->recording;
+  absl::StatusOr<WhatIfResult> result =
+      RunWhatIf(*trace, DefaultWhatIfCandidates(), options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->recommendation.has_value());
+  ASSERT_EQ(result->recorded.has_value(), read->recording.has_segment_events());
+  if (!result->recorded) return;
+  const WhatIfRecorded& recorded = *result->recorded;
+  EXPECT_TRUE(recorded.as_run_error.empty()) << recorded.as_run_error;
+  EXPECT_EQ(recorded.matches, !KnownDivergences().contains(GetParam()));
+  const WhatIfRow& row = result->rows[recorded.row];
+  EXPECT_TRUE(row.replayed_as_run);
+  EXPECT_EQ(row.metrics.peak_pool_bytes, recorded.peak_reserved_bytes);
+  EXPECT_EQ(result->recommendation->baseline_row, recorded.row);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, SharedSnapshotTest,

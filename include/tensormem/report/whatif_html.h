@@ -1,5 +1,6 @@
 // The what-if comparison as one self-contained HTML page: the table of
-// `tensormem whatif` and reserved bytes over time for every candidate on one
+// `tensormem whatif` (whatif_text.h) with the recorded row's check and the
+// recommendation, and reserved bytes over time for every candidate on one
 // chart, with peak live bytes as the floor.
 //
 //   WhatIfOptions options;
@@ -13,16 +14,10 @@
 
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "tensormem/trace/whatif.h"
 
 namespace tensormem {
-
-// Header and rows of the comparison table, as the CLI prints them.
-std::vector<std::string> WhatIfTableHeader();
-std::vector<std::vector<std::string>> WhatIfTableRows(
-    const WhatIfResult& result);
 
 std::string RenderWhatIfHtml(const WhatIfResult& result,
                              std::string_view title);
