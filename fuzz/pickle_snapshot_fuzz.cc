@@ -3,9 +3,11 @@
 // Every accessor of every reachable value is exercised (within a visit
 // budget: shared and self-referencing containers make the value graph
 // unbounded as a tree), then the same bytes go through ParsePytorchSnapshot
-// and, when they hold segment events, the replay that follows the recording.
+// and, when they hold segment events, the replay that follows the recording
+// and the what-if against it.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "byte_reader.h"
@@ -14,6 +16,7 @@
 #include "tensormem/trace/importers.h"
 #include "tensormem/trace/pickle.h"
 #include "tensormem/trace/snapshot_replay.h"
+#include "tensormem/trace/whatif.h"
 
 namespace {
 
@@ -34,6 +37,30 @@ void Visit(const PickleValue& value, int depth, int& budget) {
   }
   (void)value.Find("device_traces");
   (void)value.Find("");
+}
+
+// What-if with the recording: the candidate with its settings joins when
+// missing and is checked; with a pytorch row there is always advice.
+void WhatIfAgainstTheRecording(const tensormem::PytorchImport& snapshot,
+                               const tensormem::PreparedTrace& trace) {
+  using namespace tensormem;
+  static const std::vector<WhatIfCandidate>* const candidates =
+      new std::vector<WhatIfCandidate>(*ParseWhatIfCandidates(
+          "pytorch memory_limit=64G; tight memory_limit=64G"));
+  WhatIfOptions options;
+  options.min_limit = false;
+  options.measure_speed = false;
+  options.recording = &snapshot.recording;
+  absl::StatusOr<WhatIfResult> result = RunWhatIf(trace, *candidates, options);
+  if (!result.ok()) return;
+  FUZZ_CHECK(result->recorded.has_value(), "no recorded row");
+  const WhatIfRecorded& recorded = *result->recorded;
+  FUZZ_CHECK(recorded.row < result->rows.size(), "recorded row %zu of %zu",
+             recorded.row, result->rows.size());
+  FUZZ_CHECK(!recorded.matches || recorded.as_run_peak_reserved_bytes ==
+                                      recorded.peak_reserved_bytes,
+             "matches with a different peak");
+  FUZZ_CHECK(result->recommendation.has_value(), "no advice");
 }
 
 // The snapshot replayed as recorded (segments at their recorded addresses,
@@ -59,6 +86,7 @@ void ReplayAsRecorded(const tensormem::PytorchImport& snapshot) {
              "verified %lld of %zu events",
              static_cast<long long>(result->comparison.events_compared),
              trace->steps().size());
+  WhatIfAgainstTheRecording(snapshot, *trace);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #define TENSORMEM_PYTHON_BINDINGS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "pybind11/pybind11.h"
 #include "tensormem/alloc/allocator_spec.h"
 #include "tensormem/plan/buffer_set.h"
+#include "tensormem/trace/trace_input.h"
 
 namespace tensormem::python {
 
@@ -44,6 +46,14 @@ BufferSet MakeBufferSet(const std::vector<int64_t>& sizes,
 // The JSON value as Python dicts, lists, ints, floats, strings and None.
 pybind11::object ToPython(const nlohmann::json& value);
 
+// How errors name a snapshot given as a dict (pickled by the package).
+inline constexpr char kSnapshotDictSource[] = "snapshot dict";
+
+// A workload from a path (any format ReadTraceInput reads; `format` unset:
+// told from the name) or from bytes: a pickled PyTorch snapshot dict.
+TraceInput ReadSource(const pybind11::object& source,
+                      const std::optional<std::string>& format, int device);
+
 // An allocator specification from keyword arguments: the specification's keys
 // (allocator_spec.h; garbage_collection is accepted for gc), values as bools,
 // byte counts or text. None leaves a key at its default.
@@ -52,6 +62,7 @@ AllocatorSpec SpecFromDict(const pybind11::dict& options);
 void AddPlanBindings(pybind11::module_& module);
 void AddTraceBindings(pybind11::module_& module);
 void AddAllocBindings(pybind11::module_& module);
+void AddWhatIfBindings(pybind11::module_& module);
 
 }  // namespace tensormem::python
 

@@ -56,4 +56,5 @@ PYBIND11_MODULE(_tensormem, module) {
   tensormem::python::AddPlanBindings(module);
   tensormem::python::AddTraceBindings(module);
   tensormem::python::AddAllocBindings(module);
+  tensormem::python::AddWhatIfBindings(module);
 }

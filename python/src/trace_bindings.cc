@@ -27,11 +27,9 @@ namespace py = pybind11;
 
 constexpr size_t kReportTimelineSamples = 2000;
 
-py::tuple ReadAnyTrace(const std::string& path,
+py::tuple ReadAnyTrace(const py::object& source,
                        const std::optional<std::string>& format, int device) {
-  TraceInputOptions options{.device = device};
-  if (format) options.format = ValueOrRaise(ParseTraceFormat(*format));
-  TraceInput input = ValueOrRaise(ReadTraceInput(path, options));
+  TraceInput input = ReadSource(source, format, device);
   py::dict details;
   details["format"] = std::string(TraceFormatName(input.format));
   if (input.pytorch_details) {
@@ -116,6 +114,28 @@ uint64_t ByteSize(const py::handle& value, const std::string& key) {
 }
 
 }  // namespace
+
+TraceInput ReadSource(const py::object& source,
+                      const std::optional<std::string>& format, int device) {
+  if (py::isinstance<py::bytes>(source)) {
+    if (format && *format != "pytorch") {
+      Raise(
+          absl::StatusCode::kInvalidArgument,
+          "a snapshot dict is read as format 'pytorch', not '" + *format + "'");
+    }
+    PytorchImport read = ValueOrRaise(ParsePytorchSnapshot(
+        source.cast<std::string>(), kSnapshotDictSource, {.device = device}));
+    TraceInput input;
+    input.format = TraceFormat::kPytorch;
+    input.trace = std::move(read.trace);
+    read.trace = Trace();
+    input.pytorch_details = std::move(read);
+    return input;
+  }
+  TraceInputOptions options{.device = device};
+  if (format) options.format = ValueOrRaise(ParseTraceFormat(*format));
+  return ValueOrRaise(ReadTraceInput(source.cast<std::string>(), options));
+}
 
 AllocatorSpec SpecFromDict(const py::dict& options) {
   AllocatorSpec config;
@@ -215,7 +235,7 @@ void AddTraceBindings(py::module_& module) {
             BufferSetToTrace(MakeBufferSet(sizes, starts, ends)));
       },
       py::arg("sizes"), py::arg("starts"), py::arg("ends"));
-  module.def("read_trace", &ReadAnyTrace, py::arg("path"), py::arg("format"),
+  module.def("read_trace", &ReadAnyTrace, py::arg("source"), py::arg("format"),
              py::arg("device"));
   module.def("replay", &ReplayTrace, py::arg("trace"), py::arg("options"),
              py::arg("timing"));

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _tensormem
@@ -34,11 +35,13 @@ __all__ = [
     "parse_bytes",
     "PlanResult",
     "Trace",
+    "WhatIfResult",
     "plan",
     "read_trace",
     "replay",
     "strategies",
     "trace_from_buffers",
+    "whatif",
     "write_plan_report",
     "write_replay_report",
     "__version__",
@@ -47,6 +50,8 @@ __all__ = [
 IntSequence = Union[Sequence[int], Any]  # lists, tuples or NumPy integer arrays
 ByteSize = Union[int, str]  # bytes, or text such as "2GiB"
 PathLike = Union[str, "os.PathLike[str]"]
+# A path, or the dict torch.cuda.memory._snapshot() returns.
+Source = Union[PathLike, Dict[str, Any]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,8 +134,16 @@ def strategies() -> Dict[str, str]:
     return dict(_tensormem.strategies())
 
 
+def _native_source(source: Source) -> Union[str, bytes]:
+    # A snapshot dict travels pickled, as torch.cuda.memory._dump_snapshot
+    # writes it; the library reads pickles itself.
+    if isinstance(source, dict):
+        return pickle.dumps(source, protocol=4)
+    return os.fspath(source)
+
+
 def read_trace(
-    path: PathLike,
+    source: Source,
     format: Optional[str] = None,
     *,
     device: int = 0,
@@ -138,17 +151,19 @@ def read_trace(
 ) -> Union[Trace, Tuple[Trace, Dict[str, Any]]]:
     """Reads an allocation workload as a :class:`Trace`.
 
-    ``format`` is "trace" (tensormem's .trace, maybe .gz), "rmm" (an RMM
-    logging CSV), "pytorch" (a ``torch.cuda.memory._dump_snapshot`` pickle;
-    ``device`` picks the device) or "buffers" (a buffer-set CSV); by default it
-    is told from the name and the first bytes. With ``details=True`` returns
-    (trace, details) where details holds the format and, for snapshots, the
-    importer's counts.
+    ``source`` is a path or the dict ``torch.cuda.memory._snapshot()``
+    returns. ``format`` is "trace" (tensormem's .trace, maybe .gz), "rmm" (an
+    RMM logging CSV), "pytorch" (a ``torch.cuda.memory._dump_snapshot``
+    pickle; ``device`` picks the device) or "buffers" (a buffer-set CSV); by
+    default it is told from the name and the first bytes (a dict is always a
+    snapshot). With ``details=True`` returns (trace, details) where details
+    holds the format and, for snapshots, the importer's counts.
 
     Raises FileNotFoundError when the file cannot be opened and ValueError for
-    malformed content (the message names the file and line or entry).
+    malformed content (the message names the file, or "snapshot dict", and the
+    line or entry).
     """
-    trace, found = _tensormem.read_trace(os.fspath(path), format, device)
+    trace, found = _tensormem.read_trace(_native_source(source), format, device)
     return (trace, found) if details else trace
 
 
@@ -157,7 +172,7 @@ def trace_from_buffers(sizes: IntSequence, starts: IntSequence, ends: IntSequenc
     return _tensormem.trace_from_buffers(_int_list(sizes), _int_list(starts), _int_list(ends))
 
 
-def _as_trace(trace: Union[Trace, PathLike]) -> Trace:
+def _as_trace(trace: Union[Trace, Source]) -> Trace:
     return trace if isinstance(trace, Trace) else read_trace(trace)
 
 
@@ -223,6 +238,82 @@ def write_plan_report(
         _int_list(ends),
         _int_list(offsets),
         title,
+    )
+
+
+class WhatIfResult:
+    """One workload through several allocator candidates, compared.
+
+    ``rows``: one dict per candidate (peak_reserved_bytes,
+    peak_reserved_over_live, fragmentation_at_peak, min_limit_bytes,
+    ns_per_op, fits_device_memory, the replay's metrics, ...), as
+    ``tensormem whatif --json`` prints them. ``recorded``: for a PyTorch
+    snapshot with segment events, what PyTorch reserved on the GPU and
+    whether the candidate with the snapshot's settings, replayed as the GPU
+    ran it, ``matches`` it; else None. ``recommendation``: the PyTorch setting
+    that reserves least and what tensormem's ``tight`` would save (each with
+    ``saving_bytes`` and ``saving_percent``), and ``text``, the advice in
+    words; None without a ``pytorch`` candidate. ``str(result)`` is the
+    command's table.
+    """
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+        found = native.json()
+        self.peak_live_bytes: int = found["peak_live_bytes"]
+        self.device_memory: Optional[int] = found.get("device_memory_bytes")
+        self.rows: List[Dict[str, Any]] = found["candidates"]
+        self.recorded: Optional[Dict[str, Any]] = found.get("recorded")
+        self.recommendation: Optional[Dict[str, Any]] = found.get("recommendation")
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Everything, as ``tensormem whatif --json`` prints it."""
+        return self._native.json()
+
+    def to_html(self, path: PathLike, title: str = "what-if") -> None:
+        """Writes the comparison page (table, advice, reserved bytes over time)."""
+        self._native.write_html(os.fspath(path), title)
+
+    def __str__(self) -> str:
+        return self._native.text()
+
+    def __repr__(self) -> str:
+        labels = ", ".join(row["candidate"] for row in self.rows)
+        return f"WhatIfResult(peak_live_bytes={self.peak_live_bytes}, candidates=[{labels}])"
+
+
+def whatif(
+    source: Union[Trace, Source],
+    candidates: Union[None, str, Sequence[str]] = None,
+    *,
+    device: int = 0,
+    device_memory: Optional[ByteSize] = None,
+    min_limit: bool = True,
+    timing: bool = True,
+) -> WhatIfResult:
+    """Replays one workload through several allocator candidates and compares them.
+
+    ``source`` is a path (any format :func:`read_trace` reads), a
+    :class:`Trace`, or the dict ``torch.cuda.memory._snapshot()`` returns.
+    ``candidates`` are "POLICY [key=value ...]" strings, e.g. "pytorch
+    config=expandable_segments:True", as a list or separated by ";" (default:
+    tf, pytorch and two of its settings, tight). ``device_memory`` also replays
+    each candidate limited to that much (bytes or text such as "80GiB") and
+    says where it runs out; ``min_limit`` searches each candidate's smallest
+    serving limit; ``timing`` times the allocator calls.
+
+    On a snapshot with segment events the candidate with the snapshot's
+    settings is added when missing, replayed as the GPU ran it and checked
+    against the recording (``recorded``); see :class:`WhatIfResult`.
+
+    Raises ValueError for an unknown policy or option and for malformed input.
+    """
+    if isinstance(candidates, (list, tuple)):
+        candidates = "; ".join(candidates)
+    limit = None if device_memory is None else parse_bytes(device_memory)
+    native_source = source if isinstance(source, Trace) else _native_source(source)
+    return WhatIfResult(
+        _tensormem.whatif(native_source, device, candidates, limit, min_limit, timing)
     )
 
 

@@ -42,11 +42,28 @@ class Trace:
         """The .trace text."""
 
 def trace_from_buffers(sizes: List[int], starts: List[int], ends: List[int]) -> Trace: ...
-def read_trace(path: str, format: Optional[str], device: int) -> Tuple[Trace, Dict[str, Any]]: ...
+def read_trace(
+    source: Union[str, bytes], format: Optional[str], device: int
+) -> Tuple[Trace, Dict[str, Any]]:
+    """source: a path, or a pickled snapshot dict."""
 def replay(trace: Trace, options: Dict[str, Any], timing: bool) -> Dict[str, Any]: ...
 def write_replay_report(
     trace: Trace, path: str, title: str, options: Dict[str, Any]
 ) -> Dict[str, Any]: ...
+
+class WhatIfResult:
+    def json(self) -> Dict[str, Any]: ...
+    def text(self) -> str: ...
+    def write_html(self, path: str, title: str) -> None: ...
+
+def whatif(
+    source: Union[str, bytes, Trace],
+    device: int,
+    candidates: Optional[str],
+    device_memory: Optional[int],
+    min_limit: bool,
+    timing: bool,
+) -> WhatIfResult: ...
 
 class BfcAllocator:
     def __init__(self, options: Dict[str, Any]) -> None:

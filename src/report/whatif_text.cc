@@ -116,8 +116,10 @@ std::vector<std::vector<std::string>> WhatIfTableRows(
          absl::StrFormat("%.1f%%", 100 * row.fragmentation_at_peak),
          MinLimitCell(row),
          row.min_limit ? absl::StrFormat("%.4f", row.min_limit->ratio) : "-",
-         absl::StrFormat("%.1f", row.metrics.ns_per_op), OutOfMemoryCell(row),
-         SteadyCell(row)});
+         row.metrics.ns_per_op > 0
+             ? absl::StrFormat("%.1f", row.metrics.ns_per_op)
+             : "-",
+         OutOfMemoryCell(row), SteadyCell(row)});
   }
   return rows;
 }
