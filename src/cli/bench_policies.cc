@@ -38,10 +38,7 @@ Cell MeasureMemory(const PreparedTrace& trace, const AllocatorSpec& spec,
   const ReplayMetrics& metrics = result->metrics;
   cell.pool_ratio = metrics.fragmentation;
   cell.failed_allocs = metrics.failed_allocs;
-  if (metrics.steady_pool_bytes && metrics.steady_live_bytes.value_or(0) > 0) {
-    cell.steady_ratio = static_cast<double>(*metrics.steady_pool_bytes) /
-                        *metrics.steady_live_bytes;
-  }
+  cell.steady_ratio = metrics.steady_ratio();
   absl::StatusOr<MinimumLimit> limit = MinimumLimitFor(trace, spec);
   if (!limit.ok())
     Fail(kCommand, 1, path + ": " + std::string(limit.status().message()));

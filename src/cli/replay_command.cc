@@ -93,11 +93,8 @@ void PrintTable(const ReplayMetrics& m, const std::string& allocator,
                 bytes(*m.steady_pool_bytes).c_str());
     std::printf("%-22s %s\n", "steady live",
                 bytes(*m.steady_live_bytes).c_str());
-    std::printf(
-        "%-22s %.4f\n", "steady pool / live",
-        *m.steady_live_bytes == 0
-            ? 0.0
-            : static_cast<double>(*m.steady_pool_bytes) / *m.steady_live_bytes);
+    std::printf("%-22s %.4f\n", "steady pool / live",
+                m.steady_ratio().value_or(0.0));
   }
   std::printf("%-22s %.6f\n", "seconds", m.seconds);
   std::printf("%-22s %.1f\n", "ns per op", m.ns_per_op);

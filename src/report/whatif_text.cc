@@ -28,12 +28,10 @@ std::string OutOfMemoryCell(const WhatIfRow& row) {
 // Allocators that learn loops (planned): reserved from the iteration their
 // plan began to serve, and over live bytes then.
 std::string SteadyCell(const WhatIfRow& row) {
-  const ReplayMetrics& metrics = row.metrics;
-  if (!metrics.steady_pool_bytes || metrics.steady_live_bytes.value_or(0) == 0)
-    return "-";
-  return absl::StrFormat("%s (%.4f)", HumanBytes(*metrics.steady_pool_bytes),
-                         static_cast<double>(*metrics.steady_pool_bytes) /
-                             *metrics.steady_live_bytes);
+  const std::optional<double> ratio = row.metrics.steady_ratio();
+  if (!ratio) return "-";
+  return absl::StrFormat("%s (%.4f)",
+                         HumanBytes(*row.metrics.steady_pool_bytes), *ratio);
 }
 
 std::vector<std::string> RecordedRow(const WhatIfResult& result) {

@@ -54,11 +54,7 @@ nlohmann::json ReplayMetricsToJson(const ReplayMetrics& metrics) {
     json["planned_iterations"] = metrics.planned_iterations;
     json["steady_pool_bytes"] = *metrics.steady_pool_bytes;
     json["steady_live_bytes"] = *metrics.steady_live_bytes;
-    json["steady_ratio"] =
-        *metrics.steady_live_bytes == 0
-            ? 0.0
-            : static_cast<double>(*metrics.steady_pool_bytes) /
-                  *metrics.steady_live_bytes;
+    json["steady_ratio"] = metrics.steady_ratio().value_or(0.0);
   }
   return json;
 }

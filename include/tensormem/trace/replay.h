@@ -125,6 +125,13 @@ struct ReplayMetrics {
   double seconds = 0;  // of the timing pass; 0 when not measured
   double ns_per_op = 0;
   std::optional<AllocatorStats> stats;  // the allocator's, at the end
+
+  // Steady pool over steady live bytes; unset without both or with none live.
+  std::optional<double> steady_ratio() const {
+    if (!steady_pool_bytes || steady_live_bytes.value_or(0) == 0)
+      return std::nullopt;
+    return static_cast<double>(*steady_pool_bytes) / *steady_live_bytes;
+  }
 };
 
 struct TimelineSample {
