@@ -13,7 +13,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "cli/bench_page.h"
 #include "cli/bench_policies.h"
+#include "cli/bench_snapshots.h"
 #include "cli/bench_table.h"
 #include "cli/commands.h"
 #include "cli/replay_flags.h"
@@ -25,6 +27,7 @@
 #include "tensormem/report/html_page.h"
 #include "tensormem/report/plan_html.h"
 #include "tensormem/report/replay_html.h"
+#include "tensormem/trace/whatif.h"
 
 namespace tensormem::cli {
 namespace {
@@ -43,7 +46,9 @@ struct BenchFlags {
   bool json = false;
   bool min_limit = true;
   std::vector<std::string> strategies = {"greedy_by_size", "best_fit_multi"};
-  std::string policies;  // set: only the policy table, over traces
+  std::string snapshots;  // a folder of PyTorch snapshots (.pickle)
+  bool table = false;     // print every row, not only the summary
+  std::string policies;   // set: only the policy table, over traces
   size_t max_unestimated_buffers = 10000;
 };
 
@@ -97,31 +102,51 @@ T Check(absl::StatusOr<T> value, const std::string& context) {
   return *std::move(value);
 }
 
+const std::vector<WhatIfCandidate>& BenchAllocators() {
+  static const auto* const candidates = new std::vector<WhatIfCandidate>(
+      *ParseWhatIfCandidates(kBenchAllocators));
+  return *candidates;
+}
+
+// Every compared allocator's peak reserved / peak live, growing on demand.
+std::vector<std::optional<double>> AllocatorRatios(const PreparedTrace& trace,
+                                                   const std::string& path) {
+  std::vector<std::optional<double>> ratios;
+  for (const WhatIfCandidate& candidate : BenchAllocators()) {
+    ReplayTarget target = Check(CreateReplayTarget(candidate.spec), path);
+    const ReplayResult result = Check(Replay(trace, target, {}), path);
+    ratios.push_back(result.metrics.fragmentation);
+  }
+  return ratios;
+}
+
 BenchRow BenchTrace(const Workload& workload, const BenchFlags& flags) {
   const PreparedTrace trace = LoadTrace(kCommand, workload.path);
-  AllocatorSpec bfc;  // the default policy, with growth
+  const AllocatorSpec& tight = BenchAllocators()[kMeasuredAllocator].spec;
   AllocatorSpec system;
   system.kind = "system";
   BenchRow row = NewRow(workload, "trace");
-  row.bfc_ns_per_op = MeasureSpeed(kCommand, trace, bfc).ns_per_op;
+  row.allocator_ratios = AllocatorRatios(trace, workload.path);
+  row.tight_ns_per_op = MeasureSpeed(kCommand, trace, tight).ns_per_op;
   row.system_ns_per_op = MeasureSpeed(kCommand, trace, system).ns_per_op;
-  ReplayTarget target = Check(CreateReplayTarget(bfc), workload.path);
+  ReplayTarget target = Check(CreateReplayTarget(tight), workload.path);
   const ReplayResult result =
       Check(Replay(trace, target,
                    {.record_placement = true, .max_timeline_samples = 2000}),
             workload.path);
   row.peak_live = result.metrics.peak_live_bytes;
-  row.bfc_peak_pool = result.metrics.peak_pool_bytes;
-  row.bfc_fragmentation = result.metrics.fragmentation;
-  row.bfc_failed_allocs = result.metrics.failed_allocs;
+  row.tight_peak_pool = result.metrics.peak_pool_bytes;
+  row.tight_failed_allocs = result.metrics.failed_allocs;
   ReplayReportExtras extras;
   if (flags.min_limit) {
-    extras.min_limit = Check(MinimumLimitFor(trace, bfc), workload.path);
+    extras.min_limit = Check(MinimumLimitFor(trace, tight), workload.path);
     row.min_limit_ratio = extras.min_limit->ratio;
+    row.min_limit_method = MinLimitMethodName(extras.min_limit->method);
   }
-  const absl::Status written = WriteHtmlFile(
-      (fs::path(flags.out) / row.page).string(),
-      RenderReplayHtml(result, workload.name, DescribeAllocator(bfc), extras));
+  const absl::Status written =
+      WriteHtmlFile((fs::path(flags.out) / row.page).string(),
+                    RenderReplayHtml(result, workload.name,
+                                     DescribeAllocator(tight), extras));
   if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
   return row;
 }
@@ -132,8 +157,8 @@ std::vector<const StrategyInfo*> ChosenStrategies(const BenchFlags& flags) {
     const bool listed =
         std::find(flags.strategies.begin(), flags.strategies.end(),
                   strategy->name) != flags.strategies.end();
-    const bool all =
-        flags.strategies.size() == 1 && flags.strategies[0] == "all";
+    const bool all = std::find(flags.strategies.begin(), flags.strategies.end(),
+                               "all") != flags.strategies.end();
     if (listed || (all && strategy->in_all)) chosen.push_back(strategy);
   }
   return chosen;
@@ -173,6 +198,7 @@ std::optional<BenchRow> BenchBufferSet(const Workload& workload,
       row.skipped_strategies.push_back(strategy->name);
       continue;
     }
+    row.plan_ratios.emplace_back(strategy->name, plan->Ratio());
     if (!best || plan->total_size < best->total_size) best = *std::move(plan);
   }
   if (!best) return row;
@@ -230,40 +256,34 @@ void Run(const BenchFlags& flags) {
   }
   if (show_progress) std::fprintf(stderr, "\r%80s\r", "");
 
-  HtmlPage page("tensormem bench: " + flags.corpus);
-  page.AddParagraph(
-      "Traces: replayed through the BFC allocator with TensorFlow's settings "
-      "(growth, simulated "
-      "upstream) and the system allocator; min limit = smallest no-growth "
-      "limit with no failed "
-      "allocation. Buffer sets: every fast offset planner, the best kept. "
-      "Click a workload for "
-      "its picture.");
-  std::vector<std::vector<std::string>> table;
-  std::vector<std::string> links;
-  for (const BenchRow& row : rows) {
-    table.push_back(Cells(row));
-    links.push_back(row.page);
-  }
-  const std::vector<std::string> summary = SummaryLines(rows);
-  for (const std::string& line : summary) page.AddParagraph(line);
-  page.AddLinkedTable(kHeader, table, links);
+  std::vector<SnapshotRow> snapshots;
+  if (!flags.snapshots.empty()) snapshots = BenchSnapshots(flags.snapshots);
   const std::string report = (fs::path(flags.out) / "report.html").string();
-  const absl::Status written = WriteHtmlFile(report, page.Render());
+  const absl::Status written =
+      WriteHtmlFile(report, RenderBenchPage(flags.corpus, rows, snapshots));
   if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
-
+  const std::vector<std::string> summary = SummaryLines(rows, snapshots);
   if (flags.json) {
-    nlohmann::json json = {
-        {"corpus", flags.corpus}, {"report", report}, {"workloads", {}}};
-    json["summary"] = summary;
-    json["workloads"] = nlohmann::json::array();
+    nlohmann::json json = {{"corpus", flags.corpus},
+                           {"report", report},
+                           {"summary", summary},
+                           {"workloads", nlohmann::json::array()},
+                           {"snapshots", nlohmann::json::array()}};
     for (const BenchRow& row : rows) json["workloads"].push_back(RowJson(row));
+    for (const SnapshotRow& row : snapshots)
+      json["snapshots"].push_back(SnapshotJson(row));
     std::printf("%s\n", json.dump(2).c_str());
     return;
   }
-  PrintTable(rows);
+  if (flags.table) PrintTable(rows);
+  std::printf("tensormem bench: %zu workloads under %s", rows.size(),
+              flags.corpus.c_str());
+  if (!flags.snapshots.empty())
+    std::printf(", %zu snapshots under %s", snapshots.size(),
+                flags.snapshots.c_str());
+  std::printf("\n");
   for (const std::string& line : summary) std::printf("%s\n", line.c_str());
-  std::printf("report: %s\n", report.c_str());
+  std::printf("report: %s (every row: --table or --json)\n", report.c_str());
 }
 
 // The registry's policy names, for --help.
@@ -282,10 +302,15 @@ void AddBenchCommand(CLI::App& app) {
   CLI::App* command =
       app.add_subcommand("bench",
                          "Run every workload of a corpus (traces: "
-                         ".trace/.trace.gz; buffer sets: .csv) through the "
-                         "BFC and system allocators and the planners; print "
-                         "one table and write OUT/report.html.\n"
-                         "Example: tensormem bench --corpus data --out out");
+                         ".trace/.trace.gz; buffer sets: .csv) through "
+                         "TensorFlow's, PyTorch's and tensormem's allocators "
+                         "(tf, pytorch, pytorch with expandable segments, "
+                         "tight) and the planners, and PyTorch snapshots "
+                         "(--snapshots) beside what their GPU reserved; print "
+                         "a summary and write OUT/report.html (charts, then "
+                         "every workload with its picture).\n"
+                         "Example: tensormem bench --corpus data --out out "
+                         "--strategies all,optimal");
   command->add_option("--corpus", flags->corpus,
                       "directory searched recursively (default: data)");
   command->add_option("--out", flags->out,
@@ -295,8 +320,8 @@ void AddBenchCommand(CLI::App& app) {
   command
       ->add_option("--strategies", flags->strategies,
                    "offset planners for buffer sets (default: greedy_by_size "
-                   "best_fit_multi; "
-                   "'all': every strategy `plan --strategy all` runs)")
+                   "best_fit_multi; 'all': every strategy `plan --strategy "
+                   "all` runs; names may be added to it, e.g. all,optimal)")
       ->delimiter(',');
   command->add_option(
       "--max-unestimated-buffers", flags->max_unestimated_buffers,
@@ -309,6 +334,14 @@ void AddBenchCommand(CLI::App& app) {
       "or names with an optional [config], e.g. "
       "tf,pytorch[expandable_segments:True]; policies: " +
           PolicyNames());
+  command
+      ->add_option(
+          "--snapshots", flags->snapshots,
+          "also every PyTorch snapshot (.pickle, .pickle.gz) in this folder: "
+          "what its GPU reserved and each allocator replayed")
+      ->check(CLI::ExistingDirectory);
+  command->add_flag("--table", flags->table,
+                    "print every workload's row before the summary");
   command->add_flag("--json", flags->json, "print one JSON object");
   command->callback([flags] {
     for (const std::string& name : flags->strategies) {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "tensormem/core/units.h"
 
 namespace tensormem::cli {
@@ -16,17 +18,46 @@ std::string Ns(const std::optional<double>& value) {
   return value ? absl::StrFormat("%.1f", *value) : "-";
 }
 
-// Median and maximum of one column over the rows that have it.
-struct Spread {
+nlohmann::json Optional(const auto& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
+
+nlohmann::json AllocatorJson(const std::vector<std::optional<double>>& ratios) {
+  nlohmann::json json = nlohmann::json::object();
+  for (size_t i = 0; i < ratios.size(); ++i)
+    json[kBenchAllocatorNames[i]] = Optional(ratios[i]);
+  return json;
+}
+
+// Each allocator's spread over some rows' allocator_ratios.
+template <typename Row>
+std::string AllocatorLine(const std::vector<Row>& rows, std::string_view what) {
+  std::vector<std::string> parts;
   size_t count = 0;
-  double median = 0, max = 0;
-};
-Spread SpreadOf(const std::vector<BenchRow>& rows,
-                std::optional<double> BenchRow::*column) {
-  std::vector<double> values;
-  for (const BenchRow& row : rows) {
-    if (row.*column) values.push_back(*(row.*column));
+  for (size_t a = 0; a < kBenchAllocatorNames.size(); ++a) {
+    std::vector<double> values;
+    for (const Row& row : rows) {
+      if (a < row.allocator_ratios.size() && row.allocator_ratios[a])
+        values.push_back(*row.allocator_ratios[a]);
+    }
+    const Spread spread = SpreadOf(std::move(values));
+    count = std::max(count, spread.count);
+    if (spread.count > 0) {
+      parts.push_back(absl::StrFormat("%s %.3f / %.3f", kBenchAllocatorNames[a],
+                                      spread.median, spread.max));
+    }
   }
+  if (parts.empty()) return "";
+  return absl::StrFormat("reserved / peak live on %d %s (median / worst): %s",
+                         count, what, absl::StrJoin(parts, ", "));
+}
+
+}  // namespace
+
+const std::vector<std::string> kBenchAllocatorNames = {
+    "tf", "pytorch", "pytorch + expandable segments", "tight"};
+
+Spread SpreadOf(std::vector<double> values) {
   Spread spread;
   spread.count = values.size();
   if (values.empty()) return spread;
@@ -36,75 +67,152 @@ Spread SpreadOf(const std::vector<BenchRow>& rows,
   return spread;
 }
 
-}  // namespace
-
-std::vector<std::string> Cells(const BenchRow& row) {
-  return {
-      row.workload, row.kind, HumanBytes(row.peak_live),
-      row.bfc_peak_pool ? HumanBytes(*row.bfc_peak_pool) : "-",
-      Ratio(row.bfc_fragmentation),
-      // Marks a limit a bisection found and nothing confirmed as exact.
-      Ratio(row.min_limit_ratio) +
-          (row.min_limit_method.starts_with("bisection") ? " (bisection)" : ""),
-      Ns(row.bfc_ns_per_op), Ns(row.system_ns_per_op),
-      row.best_plan_ratio ? absl::StrFormat("%.4f (%s)", *row.best_plan_ratio,
-                                            row.best_plan_strategy)
-                          : "-"};
+std::vector<std::pair<std::string, Spread>> PlannerSpreads(
+    const std::vector<BenchRow>& rows) {
+  std::vector<std::pair<std::string, std::vector<double>>> values;
+  for (const BenchRow& row : rows) {
+    for (const auto& plan : row.plan_ratios) {
+      const std::string& planner = plan.first;
+      auto it = std::find_if(values.begin(), values.end(),
+                             [&](const auto& v) { return v.first == planner; });
+      if (it == values.end())
+        it = values.insert(values.end(), {planner, std::vector<double>()});
+      it->second.push_back(plan.second);
+    }
+  }
+  std::vector<std::pair<std::string, Spread>> spreads;
+  for (auto& [planner, ratios] : values)
+    spreads.emplace_back(planner, SpreadOf(std::move(ratios)));
+  return spreads;
 }
 
-const std::vector<std::string> kHeader = {
-    "workload",         "kind",          "peak live",
-    "TF-BFC peak pool", "BFC pool/live", "min limit/live",
-    "BFC ns/op",        "system ns/op",  "best plan/live"};
+std::vector<std::string> BenchHeader() {
+  std::vector<std::string> header = {"workload", "kind", "peak live"};
+  for (const std::string& name : kBenchAllocatorNames)
+    header.push_back(name + " / live");
+  for (const char* name : {"tight min limit / live", "tight ns/op",
+                           "system ns/op", "best plan / live"})
+    header.push_back(name);
+  return header;
+}
+
+std::vector<std::string> Cells(const BenchRow& row) {
+  std::vector<std::string> cells = {row.workload, row.kind,
+                                    HumanBytes(row.peak_live)};
+  for (size_t a = 0; a < kBenchAllocatorNames.size(); ++a) {
+    cells.push_back(
+        a < row.allocator_ratios.size() ? Ratio(row.allocator_ratios[a]) : "-");
+  }
+  // Marks a limit a bisection found and nothing confirmed as exact.
+  cells.push_back(
+      Ratio(row.min_limit_ratio) +
+      (row.min_limit_method.starts_with("bisection") ? " (bisection)" : ""));
+  cells.push_back(Ns(row.tight_ns_per_op));
+  cells.push_back(Ns(row.system_ns_per_op));
+  cells.push_back(row.best_plan_ratio
+                      ? absl::StrFormat("%.4f (%s)", *row.best_plan_ratio,
+                                        row.best_plan_strategy)
+                      : "-");
+  return cells;
+}
+
+std::vector<std::string> SnapshotHeader() {
+  std::vector<std::string> header = {"snapshot", "peak live", "recorded / live",
+                                     "pytorch replay"};
+  for (const std::string& name : kBenchAllocatorNames)
+    header.push_back(name + " / live");
+  return header;
+}
+
+std::vector<std::string> SnapshotCells(const SnapshotRow& row) {
+  std::vector<std::string> cells = {row.name, HumanBytes(row.peak_live),
+                                    Ratio(row.recorded_ratio),
+                                    !row.recorded_ratio   ? "no segment events"
+                                    : row.pytorch_matches ? "matches the GPU"
+                                                          : "differs"};
+  for (const std::optional<double>& ratio : row.allocator_ratios)
+    cells.push_back(Ratio(ratio));
+  return cells;
+}
 
 nlohmann::json RowJson(const BenchRow& row) {
-  auto optional = [](const auto& value) {
-    return value ? nlohmann::json(*value) : nlohmann::json();
-  };
+  nlohmann::json plans = nlohmann::json::object();
+  for (const auto& [planner, ratio] : row.plan_ratios) plans[planner] = ratio;
   return {{"workload", row.workload},
           {"kind", row.kind},
           {"page", row.page},
           {"peak_live_bytes", row.peak_live},
-          {"bfc_peak_pool_bytes", optional(row.bfc_peak_pool)},
-          {"bfc_fragmentation", optional(row.bfc_fragmentation)},
-          {"bfc_failed_allocs", optional(row.bfc_failed_allocs)},
-          {"min_limit_ratio", optional(row.min_limit_ratio)},
+          {"reserved_over_live", AllocatorJson(row.allocator_ratios)},
+          {"tight_peak_pool_bytes", Optional(row.tight_peak_pool)},
+          {"tight_failed_allocs", Optional(row.tight_failed_allocs)},
+          {"min_limit_ratio", Optional(row.min_limit_ratio)},
           {"min_limit_method", row.min_limit_method},
-          {"bfc_ns_per_op", optional(row.bfc_ns_per_op)},
-          {"system_ns_per_op", optional(row.system_ns_per_op)},
-          {"best_plan_ratio", optional(row.best_plan_ratio)},
+          {"tight_ns_per_op", Optional(row.tight_ns_per_op)},
+          {"system_ns_per_op", Optional(row.system_ns_per_op)},
+          {"plan_over_live", plans},
+          {"best_plan_ratio", Optional(row.best_plan_ratio)},
           {"best_plan_strategy", row.best_plan_strategy},
           {"skipped_strategies", row.skipped_strategies}};
 }
 
-std::vector<std::string> SummaryLines(const std::vector<BenchRow>& rows) {
-  const std::pair<const char*, std::optional<double> BenchRow::*> columns[] = {
-      {"TF-BFC peak pool / peak live", &BenchRow::bfc_fragmentation},
-      {"min no-growth limit / peak live", &BenchRow::min_limit_ratio},
-      {"best plan / peak live", &BenchRow::best_plan_ratio}};
+nlohmann::json SnapshotJson(const SnapshotRow& row) {
+  return {{"snapshot", row.name},
+          {"peak_live_bytes", row.peak_live},
+          {"recorded_over_live", Optional(row.recorded_ratio)},
+          {"pytorch_matches", row.pytorch_matches},
+          {"reserved_over_live", AllocatorJson(row.allocator_ratios)}};
+}
+
+std::vector<std::string> SummaryLines(
+    const std::vector<BenchRow>& rows,
+    const std::vector<SnapshotRow>& snapshots) {
   std::vector<std::string> lines;
-  for (const auto& [name, column] : columns) {
-    const Spread spread = SpreadOf(rows, column);
-    if (spread.count == 0) continue;
+  if (std::string line = AllocatorLine(rows, "traces"); !line.empty())
+    lines.push_back(std::move(line));
+  std::vector<double> recorded;
+  size_t matching = 0;
+  for (const SnapshotRow& row : snapshots) {
+    if (!row.recorded_ratio) continue;
+    recorded.push_back(*row.recorded_ratio);
+    matching += row.pytorch_matches ? 1 : 0;
+  }
+  if (std::string line = AllocatorLine(snapshots, "PyTorch GPU snapshots");
+      !line.empty()) {
+    const Spread spread = SpreadOf(recorded);
+    lines.push_back(absl::StrFormat(
+        "%s; recorded by PyTorch on the GPU %.3f / %.3f (the pytorch model "
+        "replays %d of %d exactly)",
+        line, spread.median, spread.max, matching, recorded.size()));
+  }
+  std::vector<std::string> planners;
+  for (const auto& [planner, spread] : PlannerSpreads(rows)) {
+    planners.push_back(
+        absl::StrFormat("%s %.3f / %.3f", planner, spread.median, spread.max));
+  }
+  if (!planners.empty()) {
     lines.push_back(
-        absl::StrFormat("%s over %d workloads: median %.4f, max %.4f", name,
-                        spread.count, spread.median, spread.max));
+        absl::StrCat("plan / peak live on the buffer sets (median / worst): ",
+                     absl::StrJoin(planners, ", ")));
   }
   return lines;
 }
 
 void PrintTable(const std::vector<BenchRow>& rows) {
-  std::vector<std::vector<std::string>> cells = {kHeader};
+  std::vector<std::vector<std::string>> cells = {BenchHeader()};
   for (const BenchRow& row : rows) cells.push_back(Cells(row));
-  std::vector<size_t> widths(kHeader.size(), 0);
+  std::vector<size_t> widths(cells[0].size(), 0);
   for (const auto& line : cells) {
     for (size_t c = 0; c < line.size(); ++c)
       widths[c] = std::max(widths[c], line[c].size());
   }
   for (const auto& line : cells) {
     for (size_t c = 0; c < line.size(); ++c) {
-      std::printf(c == 0 ? "%-*s" : "  %*s", static_cast<int>(widths[c]),
-                  line[c].c_str());
+      const int width = static_cast<int>(widths[c]);
+      if (c == 0) {
+        std::printf("%-*s", width, line[c].c_str());
+      } else {
+        std::printf("  %*s", width, line[c].c_str());
+      }
     }
     std::printf("\n");
   }

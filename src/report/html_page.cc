@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "report/scripts.h"
 #include "tensormem/plan/buffer_set.h"
+#include "tensormem/report/ratio_chart.h"
 #include "tensormem/report/timeline_chart.h"
 
 namespace tensormem {
@@ -194,6 +195,11 @@ void HtmlPage::AddTimelineChart(const TimelineChartData& timeline) {
       "<script type=\"application/json\" class=\"tm-data\">",
       JsonForScript(data), "</script>\n</div>\n");
   needs_timeline_script_ = true;
+}
+
+void HtmlPage::AddRatioChart(const RatioChartData& chart) {
+  absl::StrAppend(&body_, "<figure>", RenderRatioChartSvg(chart),
+                  "</figure>\n");
 }
 
 std::string HtmlPage::Render() const {

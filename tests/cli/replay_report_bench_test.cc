@@ -12,6 +12,7 @@ namespace tensormem::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kData[] = "tests/cli/data/";
 
@@ -261,20 +262,60 @@ TEST(WhatIfCliTest, SnapshotGetsTheRecordedRowAndARecommendation) {
 
 TEST(BenchCliTest, CorpusTableAndReport) {
   const std::string out = FreshDirectory("bench");
-  const nlohmann::json json = RunJson(std::string("bench --corpus ") + kData +
-                                      "corpus --out " + out + " --json");
+  const nlohmann::json json =
+      RunJson(std::string("bench --corpus ") + kData + "corpus --out " + out +
+              " --strategies all,optimal --json");
   ASSERT_EQ(json["workloads"].size(), 2u);
   const nlohmann::json& set = json["workloads"][0];  // placed.csv sorts first
   EXPECT_EQ(set["kind"], "buffer set");
   EXPECT_EQ(set["peak_live_bytes"], 3072);
+  // Every planner `plan --strategy all` runs, and optimal added to them.
+  EXPECT_TRUE(set["plan_over_live"].contains("naive"));
+  EXPECT_DOUBLE_EQ(set["plan_over_live"]["optimal"].get<double>(), 1.0);
   const nlohmann::json& trace = json["workloads"][1];
   EXPECT_EQ(trace["workload"], "small");
   EXPECT_EQ(trace["peak_live_bytes"], 2000);
-  EXPECT_EQ(trace["bfc_peak_pool_bytes"], 2 << 20);
+  EXPECT_EQ(trace["tight_peak_pool_bytes"], 2 << 20);
+  // One ratio per compared allocator: each grows by 2 MiB at least.
+  for (const char* allocator :
+       {"tf", "pytorch", "pytorch + expandable segments", "tight"}) {
+    EXPECT_DOUBLE_EQ(trace["reserved_over_live"][allocator].get<double>(),
+                     (2 << 20) / 2000.0)
+        << allocator;
+  }
   EXPECT_DOUBLE_EQ(trace["min_limit_ratio"].get<double>(), 2048 / 2000.0);
+  EXPECT_EQ(trace["min_limit_method"], "exact scan");
+  EXPECT_GE(json["summary"].size(), 2u);
   const std::string report = ReadFileOrEmpty(out + "/report.html");
   EXPECT_THAT(report, HasSubstr("<a href=\"small.html\">small</a>"));
+  EXPECT_THAT(report, HasSubstr("Allocators on the traces"));
+  EXPECT_THAT(report, HasSubstr("Planners on the buffer sets"));
   EXPECT_TRUE(std::filesystem::exists(out + "/small.html"));
+
+  // Without --json: the summary, not a row per workload.
+  const CommandOutput text = RunTensormem(std::string("bench --corpus ") +
+                                          kData + "corpus --out " + out);
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("reserved / peak live on 1 traces"));
+  EXPECT_THAT(text.out, Not(HasSubstr("system ns/op")));
+}
+
+TEST(BenchCliTest, SnapshotsBesideWhatTheirGpuReserved) {
+  const std::string out = FreshDirectory("bench-snapshots");
+  const nlohmann::json json = RunJson(
+      std::string("bench --corpus ") + kData + "corpus --out " + out +
+      " --snapshots bench/results/gpu/2026-11-28-h200-2/snapshots --json");
+  ASSERT_EQ(json["snapshots"].size(), 6u);
+  for (const nlohmann::json& snapshot : json["snapshots"]) {
+    EXPECT_EQ(snapshot["pytorch_matches"], true) << snapshot["snapshot"];
+    EXPECT_GT(snapshot["recorded_over_live"].get<double>(), 1.0);
+    // tight holds less than PyTorch's allocator did on every one.
+    EXPECT_LT(snapshot["reserved_over_live"]["tight"].get<double>(),
+              snapshot["recorded_over_live"].get<double>());
+  }
+  EXPECT_EQ(json["snapshots"][0]["snapshot"], "default");
+  EXPECT_THAT(ReadFileOrEmpty(out + "/report.html"),
+              HasSubstr("Real GPU snapshots"));
 }
 
 TEST(BenchCliTest, PolicyTableComparesEveryPolicy) {

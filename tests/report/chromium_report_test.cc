@@ -8,7 +8,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tensormem/report/html_page.h"
 #include "tensormem/report/plan_html.h"
+#include "tensormem/report/ratio_chart.h"
 #include "tensormem/report/replay_html.h"
 #include "tensormem/report/whatif_html.h"
 #include "tensormem/trace/replay_allocator.h"
@@ -125,6 +127,55 @@ TEST(ChromiumReportTest, WhatIfPageDrawsOneReservedLinePerCandidate) {
   EXPECT_EQ(Count(dom, "class=\"tm-series\""), 3u);
   EXPECT_THAT(dom, HasSubstr("pytorch config=expandable_segments:True"));
   EXPECT_THAT(dom, HasSubstr("OOM at event 1"));  // 3 MiB > 2 MiB of memory
+}
+
+// A screenshot of a page with ratio charts: Chromium lays the static SVG out
+// and paints it (a PNG as wide as the window, not blank).
+TEST(ChromiumReportTest, RatioChartsRenderToAScreenshot) {
+  const std::string chromium = FindChromium();
+  if (chromium.empty())
+    GTEST_SKIP() << "chromium is not installed (Debian package `chromium`)";
+  RatioChartData chart;
+  chart.value_label = "reserved / peak live";
+  chart.series = {"tf", "pytorch", "tight"};
+  for (int i = 0; i < 20; ++i) {
+    chart.categories.push_back("trace " + std::to_string(i));
+    chart.values.push_back({1.2 + i * 0.05, 1.1 + i * 0.02, 1.01});
+  }
+  HtmlPage page("ratios");
+  page.AddRatioChart(chart);
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "ratio-screenshot";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "profile");
+  ASSERT_TRUE(WriteHtmlFile((dir / "page.html").string(), page.Render()).ok());
+  const std::string png = (dir / "shot.png").string();
+  const std::string command =
+      "cd " + dir.string() + " && timeout 120 " + chromium +
+      " --headless --no-sandbox --disable-gpu --no-first-run"
+      " --disable-background-networking --disable-component-update"
+      " --disable-sync --hide-scrollbars --window-size=900,700"
+      " --user-data-dir=" +
+      (dir / "profile").string() + " --screenshot=" + png + " file://" +
+      (dir / "page.html").string() + " >" + (dir / "stderr").string() + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0)
+      << ReadAll((dir / "stderr").string());
+  const std::string bytes = ReadAll(png);
+  ASSERT_GT(bytes.size(), 24u);
+  EXPECT_EQ(bytes.substr(1, 3), "PNG");
+  // Width and height, big-endian in the IHDR chunk.
+  const auto word = [&bytes](size_t at) {
+    return (static_cast<uint32_t>(static_cast<uint8_t>(bytes[at])) << 24) |
+           (static_cast<uint32_t>(static_cast<uint8_t>(bytes[at + 1])) << 16) |
+           (static_cast<uint32_t>(static_cast<uint8_t>(bytes[at + 2])) << 8) |
+           static_cast<uint32_t>(static_cast<uint8_t>(bytes[at + 3]));
+  };
+  EXPECT_EQ(word(16), 900u);
+  EXPECT_EQ(word(20), 700u);
+  // Sixty bars of colour compress to far more than a blank page's bytes.
+  EXPECT_GT(bytes.size(), 8000u);
+  const std::string dom = DumpDom(chromium, page.Render(), "ratio-dom");
+  EXPECT_EQ(Count(dom, "class=\"tm-bar\""), 60u);
 }
 
 TEST(ChromiumReportTest, LargePlanIsAggregated) {

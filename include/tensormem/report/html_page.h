@@ -21,6 +21,7 @@
 namespace tensormem {
 
 struct BufferSet;
+struct RatioChartData;
 struct TimelineChartData;
 
 // Escapes &, <, >, " and ' for HTML text and attribute values.
@@ -52,6 +53,8 @@ class HtmlPage {
                          std::string_view time_label = "time step");
   // Bytes over time: several named series, the peak of the first one marked.
   void AddTimelineChart(const TimelineChartData& timeline);
+  // Ratios over a floor as grouped bars (ratio_chart.h); static SVG.
+  void AddRatioChart(const RatioChartData& chart);
 
   std::string Render() const;
 
