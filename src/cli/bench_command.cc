@@ -215,9 +215,11 @@ std::optional<BenchRow> BenchBufferSet(const Workload& workload,
 }
 
 void RunPolicies(const BenchFlags& flags) {
-  absl::StatusOr<std::vector<PolicyChoice>> choices =
-      ParsePolicyChoices(flags.policies);
-  if (!choices.ok()) Fail(kCommand, 2, std::string(choices.status().message()));
+  absl::StatusOr<std::vector<WhatIfCandidate>> choices =
+      ParseWhatIfCandidates(flags.policies);
+  if (!choices.ok()) {
+    Fail(kCommand, 2, "--policies: " + std::string(choices.status().message()));
+  }
   std::vector<std::string> paths, names;
   for (const Workload& workload : FindWorkloads(flags.corpus)) {
     if (!workload.is_trace) continue;
@@ -328,12 +330,12 @@ void AddBenchCommand(CLI::App& app) {
       "largest set a strategy without a time estimate runs on (default 10000)");
   command->add_option(
       "--policies", flags->policies,
-      "instead: a table of allocation policies over the corpus's traces "
-      "(min limit / peak live, pool / peak live with growth, ns/op; planned: "
-      "the steady pool / live once a plan serves); 'all', "
-      "or names with an optional [config], e.g. "
-      "tf,pytorch[expandable_segments:True]; policies: " +
-          PolicyNames());
+      "instead: a table of allocators over the corpus's traces (min limit / "
+      "peak live, pool / peak live with growth, ns/op; planned: the steady "
+      "pool / live once a plan serves). Candidates as in whatif, separated "
+      "by ';', e.g. \"tf; pytorch config=expandable_segments:True\", or "
+      "'all' (policies: " +
+          PolicyNames() + ", and pytorch with expandable segments)");
   command
       ->add_option(
           "--snapshots", flags->snapshots,

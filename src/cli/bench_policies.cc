@@ -8,7 +8,6 @@
 #include "absl/strings/str_format.h"
 #include "cli/replay_flags.h"
 #include "nlohmann/json.hpp"
-#include "tensormem/alloc/policy_registry.h"
 #include "tensormem/trace/replay_allocator.h"
 
 namespace tensormem::cli {
@@ -50,7 +49,7 @@ Cell MeasureMemory(const PreparedTrace& trace, const AllocatorSpec& spec,
 // one's fastest: a burst of load on a shared machine then slows one round of
 // every policy alike instead of all of one policy's runs.
 void MeasureSpeeds(const PreparedTrace& trace,
-                   const std::vector<PolicyChoice>& choices,
+                   const std::vector<WhatIfCandidate>& choices,
                    std::vector<Cell>& cells) {
   constexpr int kRounds = 3;
   for (int round = 0; round < kRounds; ++round) {
@@ -67,70 +66,15 @@ void MeasureSpeeds(const PreparedTrace& trace,
   }
 }
 
-// "a,b[x:1,y:2],c" split at the commas outside brackets; "all": every
-// registered policy, and PyTorch's with expandable segments.
-absl::StatusOr<std::vector<std::string>> SplitPolicyItems(
-    const std::string& text) {
-  std::vector<std::string> items;
-  if (text == "all") {
-    for (const PolicyInfo& policy : Policies()) items.emplace_back(policy.name);
-    items.emplace_back("pytorch[expandable_segments:True]");
-    return items;
-  }
-  absl::StatusOr<std::vector<std::string>> pieces = SplitOutsideBrackets(text);
-  if (!pieces.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--policies: ", pieces.status().message()));
-  }
-  return pieces;
-}
-
-// "name" or "name[config]", checked by building the allocator once.
-absl::StatusOr<PolicyChoice> ParsePolicyChoice(const std::string& item) {
-  PolicyChoice choice{item, AllocatorSpec{}};
-  const size_t open = item.find('[');
-  choice.spec.policy = item.substr(0, open);
-  if (open != std::string::npos) {
-    if (item.back() != ']') {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--policies: '", item, "' lacks its closing ']'"));
-    }
-    choice.spec.config = item.substr(open + 1, item.size() - open - 2);
-  }
-  // Fails on unknown names and bad configurations before any replay.
-  absl::StatusOr<ReplayTarget> probe = CreateReplayTarget(choice.spec);
-  if (!probe.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--policies: ", item, ": ", probe.status().message()));
-  }
-  return choice;
-}
-
 }  // namespace
-
-absl::StatusOr<std::vector<PolicyChoice>> ParsePolicyChoices(
-    const std::string& text) {
-  absl::StatusOr<std::vector<std::string>> items = SplitPolicyItems(text);
-  if (!items.ok()) return items.status();
-  std::vector<PolicyChoice> choices;
-  for (const std::string& item : *items) {
-    absl::StatusOr<PolicyChoice> choice = ParsePolicyChoice(item);
-    if (!choice.ok()) return choice.status();
-    choices.push_back(*std::move(choice));
-  }
-  if (choices.empty()) {
-    return absl::InvalidArgumentError("--policies: no policy given");
-  }
-  return choices;
-}
 
 void RunPolicyBench(const std::vector<std::string>& trace_paths,
                     const std::vector<std::string>& names,
-                    const std::vector<PolicyChoice>& choices, bool json) {
+                    const std::vector<WhatIfCandidate>& choices, bool json) {
   nlohmann::json rows = nlohmann::json::array();
   std::string table = "| trace | peak live |";
   std::string rule = "|---|---:|";
-  for (const PolicyChoice& choice : choices) {
+  for (const WhatIfCandidate& choice : choices) {
     absl::StrAppend(&table, " ", choice.label,
                     ": min limit / live, pool / live, ns/op (first pass / "
                     "later) |");
@@ -145,13 +89,13 @@ void RunPolicyBench(const std::vector<std::string>& trace_paths,
     absl::StrAppend(&table, "| ", names[t], " | ",
                     HumanBytes(trace.peak_live_bytes()), " |");
     std::vector<Cell> cells;
-    for (const PolicyChoice& choice : choices)
+    for (const WhatIfCandidate& choice : choices)
       cells.push_back(MeasureMemory(trace, choice.spec, trace_paths[t]));
     MeasureSpeeds(trace, choices, cells);
     std::string winner;
     double best = 0;
     for (size_t i = 0; i < choices.size(); ++i) {
-      const PolicyChoice& choice = choices[i];
+      const WhatIfCandidate& choice = choices[i];
       const Cell& cell = cells[i];
       row["policies"][choice.label] = {
           {"pool_over_live", cell.pool_ratio},

@@ -6,27 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
-#include "tensormem/alloc/allocator_spec.h"
+#include "tensormem/trace/whatif.h"
 
 namespace tensormem::cli {
-
-struct PolicyChoice {
-  std::string label;  // as given: "pytorch[expandable_segments:True]"
-  AllocatorSpec spec;
-};
-
-// Parses `all` or a comma-separated list of `policy` or `policy[config]`
-// (commas inside brackets belong to the config). `all`: every registered
-// policy, plus pytorch with expandable segments.
-absl::StatusOr<std::vector<PolicyChoice>> ParsePolicyChoices(
-    const std::string& text);
 
 // Replays every trace under every choice (growth on for pool / live; the
 // minimum no-growth limit; speed) and prints a Markdown table, or JSON.
 void RunPolicyBench(const std::vector<std::string>& trace_paths,
                     const std::vector<std::string>& names,
-                    const std::vector<PolicyChoice>& choices, bool json);
+                    const std::vector<WhatIfCandidate>& choices, bool json);
 
 }  // namespace tensormem::cli
 

@@ -10,8 +10,9 @@
 
 namespace tensormem::cli {
 
-// One row per `.pickle` or `.pickle.gz` in `folder` (sorted by name); a snapshot that cannot
-// be read or replayed is skipped with its reason on stderr.
+// One row per `.pickle` or `.pickle.gz` in `folder` (sorted by name); a
+// snapshot that cannot be read or replayed is skipped with its reason on
+// stderr.
 std::vector<SnapshotRow> BenchSnapshots(const std::string& folder);
 
 }  // namespace tensormem::cli

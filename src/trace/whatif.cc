@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "tensormem/alloc/policy_registry.h"
+#include "tensormem/core/status_macros.h"
 #include "tensormem/trace/replay_allocator.h"
 #include "whatif_recorded.h"
 
@@ -180,6 +183,49 @@ nlohmann::json RecommendationToJson(const WhatIfResult& result) {
   return json;
 }
 
+// "all": every registered policy, and pytorch with expandable segments.
+std::vector<std::string> AllCandidates() {
+  std::vector<std::string> items;
+  for (const PolicyInfo& policy : Policies()) items.emplace_back(policy.name);
+  items.emplace_back("pytorch config=expandable_segments:True");
+  return items;
+}
+
+// The older list spelling, "tf,pytorch[expandable_segments:True]": commas
+// outside brackets, a configuration in brackets.
+absl::StatusOr<std::vector<std::string>> BracketItems(std::string_view text) {
+  TM_ASSIGN_OR_RETURN(std::vector<std::string> pieces,
+                      SplitOutsideBrackets(text));
+  for (std::string& piece : pieces) {
+    const size_t open = piece.find('[');
+    if (open == std::string::npos) continue;
+    if (piece.back() != ']') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", piece, "' lacks its closing ']'"));
+    }
+    piece = absl::StrCat(piece.substr(0, open), " config=",
+                         piece.substr(open + 1, piece.size() - open - 2));
+  }
+  return pieces;
+}
+
+// The candidates' texts: "all", items separated by ';', or the older
+// bracket spelling (no ';' and no '=').
+absl::StatusOr<std::vector<std::string>> CandidateItems(std::string_view text) {
+  const absl::string_view view(text.data(), text.size());
+  if (absl::StripAsciiWhitespace(view) == "all") return AllCandidates();
+  if (!absl::StrContains(view, ';') && !absl::StrContains(view, '=') &&
+      (absl::StrContains(view, ',') || absl::StrContains(view, '['))) {
+    return BracketItems(text);
+  }
+  std::vector<std::string> items;
+  for (absl::string_view part : absl::StrSplit(view, ';')) {
+    if (!absl::StripAsciiWhitespace(part).empty())
+      items.emplace_back(part.data(), part.size());
+  }
+  return items;
+}
+
 }  // namespace
 
 absl::StatusOr<WhatIfCandidate> ParseWhatIfCandidate(std::string_view text) {
@@ -218,12 +264,10 @@ absl::StatusOr<WhatIfCandidate> ParseWhatIfCandidate(std::string_view text) {
 
 absl::StatusOr<std::vector<WhatIfCandidate>> ParseWhatIfCandidates(
     std::string_view text) {
+  TM_ASSIGN_OR_RETURN(std::vector<std::string> items, CandidateItems(text));
   std::vector<WhatIfCandidate> candidates;
-  for (absl::string_view part :
-       absl::StrSplit(absl::string_view(text.data(), text.size()), ';')) {
-    if (absl::StripAsciiWhitespace(part).empty()) continue;
-    absl::StatusOr<WhatIfCandidate> candidate =
-        ParseWhatIfCandidate(std::string_view(part.data(), part.size()));
+  for (const std::string& item : items) {
+    absl::StatusOr<WhatIfCandidate> candidate = ParseWhatIfCandidate(item);
     if (!candidate.ok()) return candidate.status();
     candidates.push_back(*std::move(candidate));
   }

@@ -324,8 +324,9 @@ TEST(BenchCliTest, PolicyTableComparesEveryPolicy) {
   ASSERT_EQ(json["traces"].size(), 1u);
   const nlohmann::json& policies = json["traces"][0]["policies"];
   ASSERT_EQ(policies.size(), 5u);
-  for (const char* label : {"tight", "tf", "pytorch",
-                            "pytorch[expandable_segments:True]", "planned"}) {
+  for (const char* label :
+       {"tight", "tf", "pytorch", "pytorch config=expandable_segments:True",
+        "planned"}) {
     ASSERT_TRUE(policies.contains(label)) << label;
     EXPECT_GE(policies[label]["min_limit_over_live"].get<double>(), 1.0);
     EXPECT_GT(policies[label]["ns_per_op"].get<double>(), 0);

@@ -32,6 +32,30 @@ TEST(WhatIfTest, CandidatesParseAsPolicyAndOptions) {
   EXPECT_EQ(DefaultWhatIfCandidates().size(), 5u);
 }
 
+TEST(WhatIfTest, AllAndTheOlderBracketSpellingRead) {
+  absl::StatusOr<std::vector<WhatIfCandidate>> all =
+      ParseWhatIfCandidates(" all ");
+  ASSERT_TRUE(all.ok()) << all.status();
+  std::vector<std::string> labels;
+  for (const WhatIfCandidate& candidate : *all)
+    labels.push_back(candidate.label);
+  EXPECT_THAT(labels, ::testing::IsSupersetOf(
+                          {"tf", "tight", "pytorch", "planned",
+                           "pytorch config=expandable_segments:True"}));
+  // "a,b[config]" reads as "a; b config=config" (commas inside the brackets
+  // belong to the configuration).
+  absl::StatusOr<std::vector<WhatIfCandidate>> older = ParseWhatIfCandidates(
+      "tf,pytorch[max_split_size_mb:64,expandable_segments:True]");
+  ASSERT_TRUE(older.ok()) << older.status();
+  ASSERT_EQ(older->size(), 2u);
+  EXPECT_EQ((*older)[1].label,
+            "pytorch config=max_split_size_mb:64,expandable_segments:True");
+  EXPECT_EQ((*older)[1].spec.config,
+            "max_split_size_mb:64,expandable_segments:True");
+  EXPECT_THAT(ParseWhatIfCandidates("pytorch[x:1").status().message(),
+              HasSubstr("unbalanced brackets"));
+}
+
 TEST(WhatIfTest, BadCandidatesNameWhatIsWrong) {
   EXPECT_THAT(ParseWhatIfCandidates("tf; nosuch").status().message(),
               HasSubstr("candidate 'nosuch'"));

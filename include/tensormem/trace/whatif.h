@@ -40,7 +40,10 @@ struct WhatIfCandidate {
 
 // One candidate: "POLICY [key=value ...]". Errors name the candidate and key.
 absl::StatusOr<WhatIfCandidate> ParseWhatIfCandidate(std::string_view text);
-// Candidates separated by ';' (empty ones are skipped).
+// Candidates separated by ';' (empty ones are skipped); "all": every
+// registered policy, and pytorch with expandable segments. The older list
+// spelling "tf,pytorch[expandable_segments:True]" (no ';' or '=') is read as
+// "tf; pytorch config=expandable_segments:True".
 absl::StatusOr<std::vector<WhatIfCandidate>> ParseWhatIfCandidates(
     std::string_view text);
 // The candidates compared when none are given, in ParseWhatIfCandidates'
