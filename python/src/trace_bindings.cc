@@ -140,9 +140,8 @@ TraceInput ReadSource(const py::object& source,
 AllocatorSpec SpecFromDict(const py::dict& options) {
   AllocatorSpec config;
   for (const auto& [key_handle, value] : options) {
-    std::string key = key_handle.cast<std::string>();
+    const std::string key = key_handle.cast<std::string>();
     if (value.is_none()) continue;
-    if (key == "garbage_collection") key = "gc";
     std::string text;
     if (py::isinstance<py::bool_>(value)) {
       text = value.cast<bool>() ? "true" : "false";

@@ -117,3 +117,11 @@ def test_replay_report_is_written(tmp_path, trace_data):
     text = page.read_text()
     assert text.startswith("<!DOCTYPE html>") and "rmm log" in text
     assert metrics["events"] == len(tensormem.read_trace(trace_data / "rmm_log.trace"))
+
+
+def test_replay_options_take_their_aliases():
+    trace = tensormem.trace_from_buffers([600 << 10] * 2, [0, 0], [1, 1])
+    by_key = tensormem.replay(trace, memory_limit="1MiB", growth=False, gc=True)
+    by_alias = tensormem.replay(
+        trace, memory_limit="1MiB", allow_growth=False, garbage_collection=True)
+    assert by_alias == by_key and by_key["failed_allocs"] == 1

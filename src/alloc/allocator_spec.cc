@@ -107,11 +107,13 @@ const std::vector<Option>& Table() {
          return SetSize("capacity", v, s.capacity);
        }},
       {{"growth", kBool,
-        "bfc: grow the pool on demand, or take the whole limit at once"},
+        "bfc: grow the pool on demand, or take the whole limit at once",
+        "allow_growth"},
        [](AllocatorSpec& s, const std::string& v) {
          return SetBool("growth", v, s.growth);
        }},
-      {{"gc", kBool, "bfc: return free regions to the upstream before failing"},
+      {{"gc", kBool, "bfc: return free regions to the upstream before failing",
+        "garbage_collection"},
        [](AllocatorSpec& s, const std::string& v) {
          return SetBool("gc", v, s.garbage_collection);
        }},
@@ -175,11 +177,21 @@ const std::vector<AllocatorOptionInfo>& AllocatorOptions() {
   return *infos;
 }
 
+std::string_view CanonicalAllocatorOption(std::string_view name) {
+  for (const Option& option : Table()) {
+    if (!option.info.alias.empty() && option.info.alias == name)
+      return option.info.key;
+  }
+  return name;
+}
+
 absl::Status SetAllocatorOption(AllocatorSpec& spec, std::string_view key,
                                 std::string_view value) {
+  const std::string_view canonical = CanonicalAllocatorOption(key);
   std::vector<std::string> known;
   for (const Option& option : Table()) {
-    if (option.info.key == key) return option.set(spec, std::string(value));
+    if (option.info.key == canonical)
+      return option.set(spec, std::string(value));
     known.emplace_back(option.info.key);
   }
   return absl::InvalidArgumentError(

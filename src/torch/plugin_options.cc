@@ -150,9 +150,7 @@ absl::Status ApplyOptionsJson(std::string_view json_text,
           value.get<std::string>();
       continue;
     }
-    const std::string spec_key = key == "allow_growth"         ? "growth"
-                                 : key == "garbage_collection" ? "gc"
-                                                               : key;
+    const std::string spec_key(CanonicalAllocatorOption(key));
     if ((spec_key == "growth" || spec_key == "gc") && !value.is_boolean()) {
       return absl::InvalidArgumentError(
           absl::StrCat(key, "=", value.dump(), " is not a boolean"));

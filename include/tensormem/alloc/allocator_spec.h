@@ -73,11 +73,17 @@ struct AllocatorOptionInfo {
   std::string_view key;       // snake_case
   std::string_view accepted;  // what values it takes
   std::string_view help;
+  // Another name accepted for the key (TensorFlow's and the Python API's
+  // spelling, e.g. allow_growth for growth); empty if none.
+  std::string_view alias = {};
 };
 const std::vector<AllocatorOptionInfo>& AllocatorOptions();
 
-// Sets one option from text. Errors name the key and what it accepts; an
-// unknown key lists the known ones.
+// The key `name` stands for: itself, or the key it is an alias of.
+std::string_view CanonicalAllocatorOption(std::string_view name);
+
+// Sets one option from text; `key` may be an alias. Errors name the key and
+// what it accepts; an unknown key lists the known ones.
 absl::Status SetAllocatorOption(AllocatorSpec& spec, std::string_view key,
                                 std::string_view value);
 
