@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "tensormem/alloc/allocator.h"
 #include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/alloc/policy_registry.h"
 #include "tensormem/alloc/sub_allocator.h"
 #include "tensormem/core/units.h"
 
@@ -41,7 +42,7 @@ inline constexpr uint64_t kDefaultCapacity = kTiB;
 
 struct AllocatorSpec {
   std::string kind = "bfc";  // bfc | system
-  std::string policy = "tight";
+  std::string policy = std::string(kDefaultPolicy);
   std::string config;  // the policy's, in PYTORCH_CUDA_ALLOC_CONF syntax
   std::string sub_allocator = "simulated";
   // Address space of the simulated and vmm sub-allocators; raised to the
