@@ -147,6 +147,16 @@ void PrintOffsets(const std::vector<AllocationRecord>& records) {
   }
 }
 
+// A capacity that changed over the recording, one line a step, e.g.
+// "capacity               24004526080 from event 44".
+void PrintCapacitySteps(const SnapshotComparison& snapshot) {
+  for (const SnapshotCapacityStep& step : snapshot.memory_limit_steps) {
+    std::printf("%-22s %llu from event %lld\n", "capacity",
+                static_cast<unsigned long long>(step.bytes),
+                static_cast<long long>(step.event));
+  }
+}
+
 void PrintSnapshot(const SnapshotComparison& snapshot,
                    const ReplayMetrics& metrics) {
   std::printf("\nrecorded by PyTorch (config \"%s\")\n",
@@ -164,6 +174,7 @@ void PrintSnapshot(const SnapshotComparison& snapshot,
   std::printf("%-22s %lld (replayed %lld)\n", "alloc retries",
               static_cast<long long>(snapshot.recorded_alloc_retries),
               static_cast<long long>(snapshot.replayed_alloc_retries));
+  PrintCapacitySteps(snapshot);
   if (!snapshot.verified) return;
   std::printf("%-22s %lld of %lld events\n", "divergences",
               static_cast<long long>(snapshot.divergences),

@@ -154,10 +154,17 @@ std::vector<std::string> WhatIfRecordedLines(const WhatIfResult& result) {
       recorded.matches ? "matches the recording"
                        : "DIFFERS from the recording"));
   if (as_run.memory_limit_inferred) {
+    // A capacity that changed: its largest step bounds the candidates.
+    const size_t steps = as_run.memory_limit_steps.size();
     lines.push_back(absl::StrFormat(
         "the recording's out-of-memory retries or failures put the device's "
-        "capacity at %s: every candidate without a memory limit ran under it",
-        HumanBytes(*as_run.memory_limit_inferred)));
+        "capacity at %s%s: every candidate without a memory limit ran under "
+        "it",
+        HumanBytes(*as_run.memory_limit_inferred),
+        steps == 0 ? std::string()
+                   : absl::StrFormat(" at most (it changed over the "
+                                     "recording, in %d steps)",
+                                     steps)));
   }
   if (const auto& first = as_run.first_divergence) {
     lines.push_back(absl::StrFormat(

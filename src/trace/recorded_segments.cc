@@ -1,6 +1,7 @@
 #include "trace/recorded_segments.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "tensormem/core/checked_math.h"
@@ -58,8 +59,22 @@ bool RecordedSegmentUpstream::OverlapsLive(uint64_t address,
   return after != live_.begin() && std::prev(after)->second > address;
 }
 
+bool RecordedSegmentUpstream::Fits(uint64_t bytes) const {
+  const auto after =
+      std::upper_bound(capacity_.begin(), capacity_.end(), event_,
+                       [](size_t event, const SnapshotCapacityStep& step) {
+                         return event < static_cast<size_t>(step.event);
+                       });
+  // Regions placed before the first step's event (a warm start's) count
+  // against the first step.
+  const auto step = after == capacity_.begin() ? after : std::prev(after);
+  if (step == capacity_.end()) return true;
+  return bytes <= step->bytes && held_ <= step->bytes - bytes;
+}
+
 void* RecordedSegmentUpstream::Alloc(size_t bytes, size_t /*alignment*/,
                                      size_t* bytes_received) {
+  if (!Fits(bytes)) return nullptr;
   uint64_t address = std::exchange(placed_next_, 0);
   if (address == 0 || OverlapsLive(address, bytes))
     address = MatchRecorded(bytes);
@@ -68,6 +83,7 @@ void* RecordedSegmentUpstream::Alloc(size_t bytes, size_t /*alignment*/,
     fresh_ += RoundUp(bytes, 2 * kMiB);
   }
   live_[address] = address + bytes;
+  held_ += bytes;
   log_.push_back({Kind::kAlloc, 0, address, bytes, 0, event_});
   *bytes_received = bytes;
   return reinterpret_cast<void*>(address);
@@ -76,6 +92,7 @@ void* RecordedSegmentUpstream::Alloc(size_t bytes, size_t /*alignment*/,
 void RecordedSegmentUpstream::Free(void* ptr, size_t bytes) {
   const uint64_t address = reinterpret_cast<uint64_t>(ptr);
   live_.erase(address);
+  held_ -= bytes;
   log_.push_back({Kind::kFree, 0, address, bytes, 0, event_});
 }
 

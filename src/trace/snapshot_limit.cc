@@ -61,6 +61,86 @@ std::pair<uint64_t, uint64_t> LimitBounds(const PreparedTrace& trace,
   return {low, high};
 }
 
+// Which way the limit must move to fix the first divergence: +1 (the replay
+// released or failed where the recording did not: too little memory), -1
+// (it did not release where the recording did: too much), 0 (a divergence
+// no limit explains).
+int Direction(const SnapshotDivergence& first) {
+  if (first.released_difference > 0 || first.replay_failed) return 1;
+  return first.released_difference < 0 ? -1 : 0;
+}
+
+// Bytes the recording held before event `event`'s segment events: a lower
+// bound of the capacity from then on.
+uint64_t ReservedBefore(const PytorchRecording& recording, size_t event) {
+  int64_t held = 0;
+  for (const RecordedSegment& segment : recording.initial_segments)
+    held += static_cast<int64_t>(segment.bytes);
+  for (const RecordedSegmentEvent& segment : recording.segments) {
+    if (segment.before_event >= event) break;
+    const auto bytes = static_cast<int64_t>(segment.bytes);
+    held += segment.Adds() ? bytes : -bytes;
+  }
+  return static_cast<uint64_t>(std::max<int64_t>(held, 0));
+}
+
+// How far a replay went: the event of its first divergence (kReachedEnd for
+// none), its divergences, and the bytes of the step tried.
+constexpr int64_t kReachedEnd = INT64_MAX;
+struct Reach {
+  int64_t event = -1;
+  int64_t divergences = INT64_MAX;
+  uint64_t bytes = 0;
+
+  bool FurtherThan(const Reach& other) const {
+    return event > other.event ||
+           (event == other.event && divergences < other.divergences);
+  }
+};
+
+absl::StatusOr<Reach> TrySteps(const PreparedTrace& trace,
+                               const PytorchRecording& recording,
+                               const AllocatorSpec& spec,
+                               std::span<const SnapshotCapacityStep> steps,
+                               SnapshotDivergence* first) {
+  AllocatorSpec limited = spec;
+  limited.memory_limit = LargestStep(steps);
+  TM_ASSIGN_OR_RETURN(
+      SnapshotReplayResult tried,
+      ReplayUnderLimit(trace, recording, limited, {}, true, steps));
+  const SnapshotComparison& comparison = tried.comparison;
+  if (comparison.first_divergence) *first = *comparison.first_divergence;
+  return Reach{comparison.first_divergence ? first->event : kReachedEnd,
+               comparison.divergences, steps.back().bytes};
+}
+
+// The last step's bytes, bisected in [low, high] on the first divergence
+// (the earlier steps reproduce every event before the last one's), left at
+// the value that took the replay furthest.
+absl::StatusOr<Reach> BisectStep(const PreparedTrace& trace,
+                                 const PytorchRecording& recording,
+                                 const AllocatorSpec& spec,
+                                 std::vector<SnapshotCapacityStep>& steps,
+                                 uint64_t low, uint64_t high) {
+  Reach best;
+  while (low <= high) {
+    steps.back().bytes = low + (high - low) / 2;
+    SnapshotDivergence first;
+    TM_ASSIGN_OR_RETURN(const Reach reach,
+                        TrySteps(trace, recording, spec, steps, &first));
+    if (reach.FurtherThan(best)) best = reach;
+    const int direction = reach.event == kReachedEnd ? 0 : Direction(first);
+    if (direction == 0 || (direction < 0 && reach.bytes == 0)) break;
+    if (direction > 0) {
+      low = reach.bytes + 1;
+    } else {
+      high = reach.bytes - 1;
+    }
+  }
+  steps.back().bytes = best.bytes;
+  return best;
+}
+
 }  // namespace
 
 int64_t RecordedRetries(const PreparedTrace& trace,
@@ -85,37 +165,72 @@ bool DependsOnLimit(const PreparedTrace& trace,
          RetriedAfterRelease(recording);
 }
 
-absl::StatusOr<std::optional<uint64_t>> InferMemoryLimit(
+bool CapacityMayChange(const PreparedTrace& trace,
+                       const PytorchRecording& recording) {
+  return recording.garbage_collection_threshold <= 0 &&
+         RanOutOfMemory(trace, recording);
+}
+
+absl::StatusOr<std::optional<InferredLimit>> InferMemoryLimit(
     const PreparedTrace& trace, const PytorchRecording& recording,
     const AllocatorSpec& spec) {
   auto [low, high] = LimitBounds(trace, recording);
   AllocatorSpec limited = spec;
   // The limit with the fewest divergences, should none reproduce every
   // event (the memory other users of the device held may have varied).
-  std::optional<uint64_t> best;
-  int64_t fewest = INT64_MAX;
+  std::optional<InferredLimit> best;
   while (low <= high) {
     const uint64_t limit = low + (high - low) / 2;
     limited.memory_limit = limit;
     TM_ASSIGN_OR_RETURN(SnapshotReplayResult tried,
                         ReplayUnderLimit(trace, recording, limited, {}, true));
     const SnapshotComparison& comparison = tried.comparison;
-    if (comparison.divergences < fewest) {
-      fewest = comparison.divergences;
-      best = limit;
-    }
-    const std::optional<SnapshotDivergence>& first =
-        comparison.first_divergence;
-    if (!first) return limit;
-    if (first->released_difference > 0 || first->replay_failed) {
+    if (!best || comparison.divergences < best->divergences)
+      best = InferredLimit{limit, comparison.divergences};
+    if (!comparison.first_divergence) break;
+    const int direction = Direction(*comparison.first_divergence);
+    if (direction == 0) break;
+    if (direction > 0) {
       low = limit + 1;
-    } else if (first->released_difference < 0) {
-      high = limit - 1;
     } else {
-      break;  // a divergence no limit explains
+      high = limit - 1;
     }
   }
   return best;
+}
+
+absl::StatusOr<InferredCapacity> InferCapacitySteps(
+    const PreparedTrace& trace, const PytorchRecording& recording,
+    const AllocatorSpec& spec) {
+  const uint64_t high = LimitBounds(trace, recording).second;
+  const size_t most_steps =
+      static_cast<size_t>(RecordedRetries(trace, recording)) + 1;
+  InferredCapacity inferred;
+  std::vector<SnapshotCapacityStep>& steps = inferred.steps;
+  int64_t start = 0;
+  while (steps.size() < most_steps) {
+    steps.push_back(SnapshotCapacityStep{start, 0});
+    TM_ASSIGN_OR_RETURN(
+        const Reach reach,
+        BisectStep(trace, recording, spec, steps,
+                   ReservedBefore(recording, static_cast<size_t>(start)),
+                   high));
+    if (steps.size() > 1 && reach.event <= start) {
+      steps.pop_back();  // no progress: the previous steps went as far
+      break;
+    }
+    inferred.divergences = reach.divergences;
+    if (reach.event == kReachedEnd || reach.event <= start) break;
+    start = reach.event;
+  }
+  return inferred;
+}
+
+uint64_t LargestStep(std::span<const SnapshotCapacityStep> steps) {
+  uint64_t largest = 0;
+  for (const SnapshotCapacityStep& step : steps)
+    largest = std::max(largest, step.bytes);
+  return largest;
 }
 
 }  // namespace tensormem::trace_internal

@@ -184,7 +184,8 @@ namespace trace_internal {
 
 absl::StatusOr<SnapshotReplayResult> ReplayUnderLimit(
     const PreparedTrace& trace, const PytorchRecording& recording,
-    const AllocatorSpec& spec, const ReplayOptions& options, bool verify) {
+    const AllocatorSpec& spec, const ReplayOptions& options, bool verify,
+    std::span<const SnapshotCapacityStep> capacity) {
   if (!recording.has_segment_events()) {
     return absl::InvalidArgumentError(
         "the snapshot records no segment events (segment_alloc, "
@@ -200,6 +201,7 @@ absl::StatusOr<SnapshotReplayResult> ReplayUnderLimit(
   built_spec.config = SnapshotPolicyConfig(recording, spec);
   auto owned_upstream = std::make_unique<RecordedSegmentUpstream>(recording);
   RecordedSegmentUpstream& upstream = *owned_upstream;
+  upstream.SetCapacity({capacity.begin(), capacity.end()});
   BfcAllocatorOptions bfc_options;
   bfc_options.allow_retry_on_failure = false;
   bfc_options.log_failures = false;
@@ -247,6 +249,27 @@ std::string SnapshotPolicyConfig(const PytorchRecording& recording,
   return recording.config.value_or("");
 }
 
+namespace {
+
+// A capacity that steps, where no single limit reproduces a recording that
+// may have seen it change, if it diverges less than `limit`; else none.
+absl::StatusOr<std::vector<SnapshotCapacityStep>> StepsWhereNoLimitFits(
+    const PreparedTrace& trace, const PytorchRecording& recording,
+    const AllocatorSpec& spec, const trace_internal::InferredLimit& limit) {
+  if (limit.divergences == 0 ||
+      !trace_internal::CapacityMayChange(trace, recording)) {
+    return std::vector<SnapshotCapacityStep>();
+  }
+  TM_ASSIGN_OR_RETURN(
+      trace_internal::InferredCapacity capacity,
+      trace_internal::InferCapacitySteps(trace, recording, spec));
+  if (capacity.steps.size() < 2 || capacity.divergences >= limit.divergences)
+    capacity.steps.clear();
+  return std::move(capacity.steps);
+}
+
+}  // namespace
+
 absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(
     const PreparedTrace& trace, const PytorchRecording& recording,
     const AllocatorSpec& spec, const ReplayOptions& options, bool verify) {
@@ -257,15 +280,19 @@ absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(
       !trace_internal::DependsOnLimit(trace, recording)) {
     return ReplayUnderLimit(trace, recording, spec, options, verify);
   }
-  AllocatorSpec limited = spec;
-  TM_ASSIGN_OR_RETURN(limited.memory_limit,
+  TM_ASSIGN_OR_RETURN(const std::optional<trace_internal::InferredLimit> limit,
                       trace_internal::InferMemoryLimit(trace, recording, spec));
-  if (!limited.memory_limit)
-    return ReplayUnderLimit(trace, recording, spec, options, verify);
+  if (!limit) return ReplayUnderLimit(trace, recording, spec, options, verify);
+  TM_ASSIGN_OR_RETURN(std::vector<SnapshotCapacityStep> steps,
+                      StepsWhereNoLimitFits(trace, recording, spec, *limit));
+  AllocatorSpec limited = spec;
+  limited.memory_limit =
+      steps.empty() ? limit->limit : trace_internal::LargestStep(steps);
   TM_ASSIGN_OR_RETURN(
       SnapshotReplayResult result,
-      ReplayUnderLimit(trace, recording, limited, options, verify));
+      ReplayUnderLimit(trace, recording, limited, options, verify, steps));
   result.comparison.memory_limit_inferred = limited.memory_limit;
+  result.comparison.memory_limit_steps = std::move(steps);
   return result;
 }
 
@@ -282,6 +309,11 @@ nlohmann::json SnapshotComparisonToJson(const SnapshotComparison& comparison) {
        comparison.memory_limit_inferred
            ? nlohmann::json(*comparison.memory_limit_inferred)
            : nlohmann::json()}};
+  json["memory_limit_steps"] = nlohmann::json::array();
+  for (const SnapshotCapacityStep& step : comparison.memory_limit_steps) {
+    json["memory_limit_steps"].push_back(
+        {{"event", step.event}, {"bytes", step.bytes}});
+  }
   if (!comparison.verified) return json;
   json["events_compared"] = comparison.events_compared;
   json["divergences"] = comparison.divergences;

@@ -45,6 +45,15 @@ struct SnapshotDivergence {
   bool replay_failed = false;  // an allocation the recording served failed
 };
 
+// The device's capacity for the recording's allocator from trace event
+// `event` on (what the other users of the device left it).
+struct SnapshotCapacityStep {
+  int64_t event = 0;
+  uint64_t bytes = 0;
+
+  bool operator==(const SnapshotCapacityStep&) const = default;
+};
+
 struct SnapshotComparison {
   std::string config;  // the policy configuration the replay used
   uint64_t recorded_peak_reserved_bytes = 0;
@@ -60,7 +69,14 @@ struct SnapshotComparison {
   // a memory fraction; out-of-memory retries and failures happen at the
   // device's capacity): a limit under which the recording's releases and
   // failures are reproduced, found by bisection on the first divergence.
+  // With memory_limit_steps, the largest step: the allocator's own limit.
   std::optional<uint64_t> memory_limit_inferred;
+  // When no single limit reproduces the recording (the memory the device's
+  // other users held changed between two out-of-memory retries): a capacity
+  // that changes over the recording, in event order from event 0, with as
+  // few steps as the bisection finds, each step's bytes reproducing the
+  // events up to the next. Empty otherwise.
+  std::vector<SnapshotCapacityStep> memory_limit_steps;
   bool verified = false;
   int64_t events_compared = 0;
   int64_t divergences = 0;  // events where the replay differed
@@ -83,8 +99,10 @@ std::string SnapshotPolicyConfig(const PytorchRecording& recording,
 // addresses. Without `spec.memory_limit`, a recording whose decisions
 // depended on one (a garbage collection threshold, an out-of-memory retry or
 // failure) is first replayed under candidate limits to infer the one it ran
-// under (`memory_limit_inferred`: the one with the fewest divergences when
-// none reproduces every event). Errors: a recording without
+// under (`memory_limit_inferred`). When none reproduces every event and the
+// recording ran out of memory (no memory fraction), a capacity that steps
+// over the recording (`memory_limit_steps`) if it diverges less, else the
+// limit with the fewest divergences. Errors: a recording without
 // segment events (nothing to place or compare), a spec that is not one BFC
 // allocator, CreateAllocator's, or the replay's.
 absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(
@@ -93,7 +111,8 @@ absl::StatusOr<SnapshotReplayResult> ReplaySnapshot(
 
 // config, recorded_peak_reserved_bytes, recorded_segments, segments,
 // recorded_alloc_retries, alloc_retries, releases_replayed,
-// memory_limit_inferred (or null); with verification
+// memory_limit_inferred (or null), memory_limit_steps ([{event, bytes}],
+// empty for one limit or none); with verification
 // events_compared, divergences and first_divergence {event, entry, recorded,
 // model, around}.
 nlohmann::json SnapshotComparisonToJson(const SnapshotComparison& comparison);
