@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "alloc/loop_workloads.h"
 #include "gtest/gtest.h"
 #include "tensormem/alloc/allocator_spec.h"
@@ -327,9 +329,14 @@ TEST(PlannedAllocatorTest, BackgroundPlanningTakesOverWithoutBlocking) {
   PlannedAllocator& planned = Planned(built);
   LoopDriver driver(planned);
   const std::vector<LoopCall> step = TrainingStep(8, 4, 2 * kMiB, 0);
-  // The planner runs on its own thread: give it iterations, not time.
-  for (int i = 0; i < 2000 && !planned.loop_status().serving; ++i)
+  // The planner runs on its own thread and a plan is taken at an iteration's
+  // end: keep iterating, pausing between iterations so that a loaded machine
+  // still schedules the planner (the deadline only bounds a failure).
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (!planned.loop_status().serving && absl::Now() < deadline) {
     driver.Run(step);
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   EXPECT_TRUE(planned.loop_status().serving);
   for (int i = 0; i < 3; ++i) driver.Run(step);
   EXPECT_EQ(planned.loop_status().mismatches, 0);
