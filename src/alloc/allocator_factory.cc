@@ -57,42 +57,42 @@ absl::StatusOr<std::unique_ptr<SubAllocator>> CreateUpstream(
   return std::make_unique<BudgetedSubAllocator>(*std::move(upstream), budget);
 }
 
-// The policy as the specification configures it, to ask it how to build
-// the allocator; nullptr when it cannot be built (CreateBfcOver says why).
-std::unique_ptr<AllocationPolicy> ProbePolicy(const AllocatorSpec& spec,
-                                              uint64_t limit) {
+// What the configured policy asks of the allocator's construction, asked of
+// one probe policy (none when it cannot be built: CreateBfcOver says why).
+struct PolicyNeeds {
+  bool thread_pools = false;  // it allows pools of their own for threads
+  AllocationPolicy::LoopPlanning planning =
+      AllocationPolicy::LoopPlanning::kNone;
+};
+
+PolicyNeeds NeedsOf(const AllocatorSpec& spec, uint64_t limit) {
   absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy = CreatePolicy(
       spec.policy, alloc_internal::PolicyEnvironmentFor(spec, limit, true),
       spec.config);
-  return policy.ok() ? *std::move(policy) : nullptr;
+  if (!policy.ok()) return {};
+  return {.thread_pools = (*policy)->AllowsThreadPools(),
+          .planning = (*policy)->PlansLoops()};
 }
 
 // Whether threads past the first get pools of their own (the policy allows
 // it and each pool can reserve a fixed range).
-bool WantsThreadPools(const AllocatorSpec& spec, uint64_t limit) {
-  if (spec.thread_pools < 2 || spec.shards > 1 ||
-      (spec.sub_allocator != "simulated" && spec.sub_allocator != "vmm")) {
-    return false;
-  }
-  const std::unique_ptr<AllocationPolicy> policy = ProbePolicy(spec, limit);
-  return policy != nullptr && policy->AllowsThreadPools();
+bool WantsThreadPools(const AllocatorSpec& spec, const PolicyNeeds& needs) {
+  return needs.thread_pools && spec.thread_pools >= 2 && spec.shards <= 1 &&
+         (spec.sub_allocator == "simulated" || spec.sub_allocator == "vmm");
 }
 
 // A policy that plans loops: the BFC allocator becomes the fallback of a
 // PlannedAllocator. `built.bfc` stays the BFC allocator (dumps, failure
 // reports); `built.allocator` is the planned one.
-BuiltAllocator WrapIfPlanned(const AllocatorSpec& spec, uint64_t limit,
-                             BuiltAllocator built) {
+BuiltAllocator WrapIfPlanned(const AllocatorSpec& spec,
+                             const PolicyNeeds& needs, BuiltAllocator built) {
   using LoopPlanning = AllocationPolicy::LoopPlanning;
-  const std::unique_ptr<AllocationPolicy> policy = ProbePolicy(spec, limit);
-  const LoopPlanning planning =
-      policy != nullptr ? policy->PlansLoops() : LoopPlanning::kNone;
-  if (planning == LoopPlanning::kNone) return built;
+  if (needs.planning == LoopPlanning::kNone) return built;
   built.allocator.release();  // owned by the planned allocator from here
   built.allocator = std::make_unique<PlannedAllocator>(
       std::unique_ptr<BfcAllocator>(built.bfc),
       PlannedAllocatorOptions{
-          .background_planning = planning == LoopPlanning::kBackground,
+          .background_planning = needs.planning == LoopPlanning::kBackground,
           .growth_allowance = spec.granule});
   return built;
 }
@@ -100,13 +100,14 @@ BuiltAllocator WrapIfPlanned(const AllocatorSpec& spec, uint64_t limit,
 absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
                                          uint64_t limit,
                                          BfcAllocatorOptions options) {
-  if (!WantsThreadPools(spec, limit)) {
+  const PolicyNeeds needs = NeedsOf(spec, limit);
+  if (!WantsThreadPools(spec, needs)) {
     TM_ASSIGN_OR_RETURN(std::unique_ptr<SubAllocator> upstream,
                         CreateUpstream(spec, limit, nullptr));
     TM_ASSIGN_OR_RETURN(
         BuiltAllocator built,
         CreateBfcOver(spec, limit, std::move(options), std::move(upstream)));
-    return WrapIfPlanned(spec, limit, std::move(built));
+    return WrapIfPlanned(spec, needs, std::move(built));
   }
   // The pools share the limit: every upstream draws on one budget.
   auto budget = std::make_shared<MemoryBudget>(limit);
@@ -131,7 +132,7 @@ absl::StatusOr<BuiltAllocator> CreateBfc(const AllocatorSpec& spec,
         pool->allocator.release();  // owned as `pool->bfc` from here
         return std::unique_ptr<BfcAllocator>(pool->bfc);
       });
-  return WrapIfPlanned(spec, limit, std::move(built));
+  return WrapIfPlanned(spec, needs, std::move(built));
 }
 
 // `spec.shards` BFC allocators sharing the limit: each may grow to all of it,
@@ -191,7 +192,7 @@ absl::StatusOr<BuiltAllocator> CreateAllocatorOver(
   TM_ASSIGN_OR_RETURN(
       BuiltAllocator built,
       CreateBfcOver(spec, limit, std::move(options), std::move(upstream)));
-  return WrapIfPlanned(spec, limit, std::move(built));
+  return WrapIfPlanned(spec, NeedsOf(spec, limit), std::move(built));
 }
 
 }  // namespace tensormem
