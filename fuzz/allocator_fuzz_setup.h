@@ -80,7 +80,7 @@ inline double DecodeFraction(ByteReader& input) {
 
 inline BfcSetup DecodeBfcSetup(ByteReader& input) {
   BfcSetup setup;
-  const std::vector<SubAllocatorInfo>& kinds = SubAllocatorKinds();
+  const std::vector<SubAllocatorInfo> kinds = SubAllocatorKinds();
   setup.upstream_kind = std::string(kinds[input.Below(kinds.size())].name);
   // Host regions are real memory: keep them small.
   const bool host = setup.upstream_kind == "host";

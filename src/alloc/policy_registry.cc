@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "alloc/policies/policies.h"
+#include "tensormem/core/named_registry.h"
 
 namespace tensormem {
 namespace {
@@ -23,32 +24,35 @@ std::string_view Strip(std::string_view text) {
 }
 
 // One line per policy; the first is the default (kDefaultPolicy).
-const std::vector<RegisteredPolicy>& Registry() {
-  static const auto* registry = new std::vector<RegisteredPolicy>{
-      {{"tight",
-        "best fit, always split, grow by what is lacking (tensormem's own)",
-        ""},
-       internal::MakeTightPolicy},
-      {{"tf", "TensorFlow's BFC allocator, decision for decision", ""},
-       internal::MakeTfPolicy},
-      {{"pytorch",
-        "a model of PyTorch's CUDA caching allocator",
-        "max_split_size_mb, max_non_split_rounding_mb, "
-        "roundup_power2_divisions, garbage_collection_threshold, "
-        "expandable_segments",
-        {"expandable_segments:True", "max_split_size_mb:21",
-         "roundup_power2_divisions:4", "garbage_collection_threshold:0.5",
-         "max_non_split_rounding_mb:4,roundup_power2_divisions:[1:1,64:8,>:"
-         "2]"}},
-       internal::MakePytorchPolicy},
-      {{"planned",
-        "learns a repeating loop and serves it from an offline plan; tight "
-        "for the rest (planned_allocator.h)",
-        "planning (background: on a thread of its own; inline: when due, on "
-        "the allocating thread, the same in every run)",
-        {"planning:inline"}},
-       internal::MakePlannedPolicy},
-  };
+const NamedRegistry<RegisteredPolicy>& Registry() {
+  static const auto* registry = new NamedRegistry<RegisteredPolicy>(
+      {
+          {{"tight",
+            "best fit, always split, grow by what is lacking (tensormem's own)",
+            ""},
+           internal::MakeTightPolicy},
+          {{"tf", "TensorFlow's BFC allocator, decision for decision", ""},
+           internal::MakeTfPolicy},
+          {{"pytorch",
+            "a model of PyTorch's CUDA caching allocator",
+            "max_split_size_mb, max_non_split_rounding_mb, "
+            "roundup_power2_divisions, garbage_collection_threshold, "
+            "expandable_segments",
+            {"expandable_segments:True", "max_split_size_mb:21",
+             "roundup_power2_divisions:4", "garbage_collection_threshold:0.5",
+             "max_non_split_rounding_mb:4,roundup_power2_divisions:[1:1,64:8,>:"
+             "2]"}},
+           internal::MakePytorchPolicy},
+          {{"planned",
+            "learns a repeating loop and serves it from an offline plan; tight "
+            "for the rest (planned_allocator.h)",
+            "planning (background: on a thread of its own; inline: when due, "
+            "on "
+            "the allocating thread, the same in every run)",
+            {"planning:inline"}},
+           internal::MakePlannedPolicy},
+      },
+      [](const RegisteredPolicy& policy) { return policy.info.name; });
   return *registry;
 }
 
@@ -57,8 +61,8 @@ const std::vector<RegisteredPolicy>& Registry() {
 const std::vector<PolicyInfo>& Policies() {
   static const auto* infos = [] {
     auto* list = new std::vector<PolicyInfo>;
-    for (const RegisteredPolicy& policy : Registry())
-      list->push_back(policy.info);
+    for (const RegisteredPolicy* policy : Registry().List())
+      list->push_back(policy->info);
     return list;
   }();
   return *infos;
@@ -69,14 +73,11 @@ absl::StatusOr<std::unique_ptr<AllocationPolicy>> CreatePolicy(
     std::string_view config) {
   absl::StatusOr<std::vector<ConfigEntry>> entries = ParsePolicyConfig(config);
   if (!entries.ok()) return entries.status();
-  std::vector<std::string> known;
-  for (const RegisteredPolicy& policy : Registry()) {
-    if (policy.info.name == name) return policy.factory(environment, *entries);
-    known.emplace_back(policy.info.name);
-  }
+  if (const RegisteredPolicy* policy = Registry().Find(name))
+    return policy->factory(environment, *entries);
   return absl::InvalidArgumentError(
       absl::StrFormat("unknown policy '%s' (known: %s)", std::string(name),
-                      absl::StrJoin(known, ", ")));
+                      absl::StrJoin(Registry().Names(), ", ")));
 }
 
 absl::StatusOr<std::vector<std::string>> SplitOutsideBrackets(

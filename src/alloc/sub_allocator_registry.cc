@@ -1,6 +1,5 @@
 #include "tensormem/alloc/sub_allocator_registry.h"
 
-#include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
@@ -9,6 +8,7 @@
 #include "tensormem/alloc/host_sub_allocator.h"
 #include "tensormem/alloc/simulated_sub_allocator.h"
 #include "tensormem/alloc/vmm_sub_allocator.h"
+#include "tensormem/core/named_registry.h"
 
 namespace tensormem {
 namespace {
@@ -61,87 +61,60 @@ struct Registered {
 };
 
 // One line per kind; kinds from other layers are appended at start-up.
-std::vector<Registered>& Registry() {
-  static auto* registry = new std::vector<Registered>{
-      {{"host", "aligned host memory from the C library",
-        RegionContiguity::kNever},
-       MakeHost},
-      {{"simulated", "address space only (any device size, deterministic)",
-        RegionContiguity::kChosen},
-       MakeSimulated},
-      {{"vmm", "reserved once, committed on demand, grows contiguously",
-        RegionContiguity::kAlways},
-       MakeVmm},
-  };
+NamedRegistry<Registered>& Registry() {
+  static auto* registry = new NamedRegistry<Registered>(
+      {
+          {{"host", "aligned host memory from the C library",
+            RegionContiguity::kNever},
+           MakeHost},
+          {{"simulated", "address space only (any device size, deterministic)",
+            RegionContiguity::kChosen},
+           MakeSimulated},
+          {{"vmm", "reserved once, committed on demand, grows contiguously",
+            RegionContiguity::kAlways},
+           MakeVmm},
+      },
+      [](const Registered& kind) { return kind.info.name; });
   return *registry;
-}
-
-std::vector<SubAllocatorInfo>& Kinds() {
-  static auto* kinds = [] {
-    auto* list = new std::vector<SubAllocatorInfo>;
-    for (const Registered& kind : Registry()) list->push_back(kind.info);
-    return list;
-  }();
-  return *kinds;
-}
-
-std::mutex& RegistryMutex() {
-  static auto* mutex = new std::mutex;
-  return *mutex;
 }
 
 }  // namespace
 
-const std::vector<SubAllocatorInfo>& SubAllocatorKinds() {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  return Kinds();
+std::vector<SubAllocatorInfo> SubAllocatorKinds() {
+  std::vector<SubAllocatorInfo> kinds;
+  for (const Registered* kind : Registry().List()) kinds.push_back(kind->info);
+  return kinds;
 }
 
 void RegisterSubAllocatorKind(SubAllocatorInfo info,
                               SubAllocatorFactory factory) {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  for (const Registered& registered : Registry()) {
-    if (registered.info.name == info.name) return;
-  }
-  Kinds();  // built from the table before it grows
-  Registry().push_back({info, factory});
-  Kinds().push_back(info);
+  Registry().Add({info, factory});
 }
 
 std::optional<bool> KindCoalesces(std::string_view kind,
                                   const SubAllocatorParams& params) {
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  for (const Registered& registered : Registry()) {
-    if (registered.info.name != kind) continue;
-    switch (registered.info.contiguity) {
-      case RegionContiguity::kNever:
-        return false;
-      case RegionContiguity::kAlways:
-        return true;
-      case RegionContiguity::kChosen:
-        return params.coalescing;
-      case RegionContiguity::kUnknown:
-        break;
-    }
+  const Registered* registered = Registry().Find(kind);
+  if (registered == nullptr) return std::nullopt;
+  switch (registered->info.contiguity) {
+    case RegionContiguity::kNever:
+      return false;
+    case RegionContiguity::kAlways:
+      return true;
+    case RegionContiguity::kChosen:
+      return params.coalescing;
+    case RegionContiguity::kUnknown:
+      break;
   }
   return std::nullopt;
 }
 
 absl::StatusOr<std::unique_ptr<SubAllocator>> CreateSubAllocator(
     std::string_view kind, const SubAllocatorParams& params) {
-  std::vector<std::string> known;
-  Factory factory = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(RegistryMutex());
-    for (const Registered& registered : Registry()) {
-      if (registered.info.name == kind) factory = registered.factory;
-      known.emplace_back(registered.info.name);
-    }
-  }
-  if (factory != nullptr) return factory(params);
-  return absl::InvalidArgumentError(
-      absl::StrFormat("unknown sub-allocator kind '%s' (known: %s)",
-                      std::string(kind), absl::StrJoin(known, ", ")));
+  if (const Registered* registered = Registry().Find(kind))
+    return registered->factory(params);
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "unknown sub-allocator kind '%s' (known: %s)", std::string(kind),
+      absl::StrJoin(Registry().Names(), ", ")));
 }
 
 }  // namespace tensormem

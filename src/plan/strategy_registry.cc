@@ -1,13 +1,13 @@
 #include "tensormem/plan/strategy_registry.h"
 
 #include <chrono>
-#include <mutex>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "plan/builtin_strategies.h"
 #include "tensormem/core/checked_math.h"
+#include "tensormem/core/named_registry.h"
 #include "tensormem/plan/checker.h"
 #include "tensormem/plan/offset_strategies.h"
 #include "tensormem/plan/task_profiles.h"
@@ -15,17 +15,10 @@
 namespace tensormem {
 namespace {
 
-struct Registry {
-  std::mutex mutex;
-  std::vector<StrategyInfo> strategies;
-};
-
-Registry& GlobalRegistry() {
-  static Registry* registry = [] {
-    auto* r = new Registry;
-    r->strategies = BuiltinStrategies();
-    return r;
-  }();
+NamedRegistry<StrategyInfo>& Registry() {
+  static auto* registry = new NamedRegistry<StrategyInfo>(
+      BuiltinStrategies(),
+      [](const StrategyInfo& info) -> std::string_view { return info.name; });
   return *registry;
 }
 
@@ -137,34 +130,19 @@ ProblemSize MeasureProblem(const std::vector<UsageRecord<>>& records,
   return size;
 }
 
-void RegisterStrategy(StrategyInfo info) {
-  Registry& registry = GlobalRegistry();
-  std::lock_guard lock(registry.mutex);
-  for (StrategyInfo& existing : registry.strategies) {
-    if (existing.name == info.name) {
-      existing = std::move(info);
-      return;
-    }
-  }
-  registry.strategies.push_back(std::move(info));
+bool RegisterStrategy(StrategyInfo info) {
+  return Registry().Add(std::move(info));
 }
 
 const StrategyInfo* FindStrategy(std::string_view name) {
-  Registry& registry = GlobalRegistry();
-  std::lock_guard lock(registry.mutex);
-  for (const StrategyInfo& info : registry.strategies) {
-    if (info.name == name) return &info;
-  }
-  return nullptr;
+  return Registry().Find(name);
 }
 
 std::vector<const StrategyInfo*> ListStrategies(PlanMode mode) {
-  Registry& registry = GlobalRegistry();
-  std::lock_guard lock(registry.mutex);
   std::vector<const StrategyInfo*> result;
-  for (const StrategyInfo& info : registry.strategies) {
-    if (info.objects || (mode == PlanMode::kOffsets && info.offsets))
-      result.push_back(&info);
+  for (const StrategyInfo* info : Registry().List()) {
+    if (info->objects || (mode == PlanMode::kOffsets && info->offsets))
+      result.push_back(info);
   }
   return result;
 }

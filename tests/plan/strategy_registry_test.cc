@@ -143,7 +143,7 @@ TEST(StrategyRegistryTest, RegisteredStrategiesJoinTheRegistry) {
     return plan;
   };
   info.in_all = false;
-  RegisterStrategy(info);
+  ASSERT_TRUE(RegisterStrategy(info));
   absl::StatusOr<PlanResult> plan =
       RunStrategy("test_stacked", ComplexSet(), PlanMode::kOffsets);
   ASSERT_TRUE(plan.ok()) << plan.status();
@@ -159,7 +159,10 @@ TEST(StrategyRegistryTest, RegisteredStrategiesJoinTheRegistry) {
     plan.offsets.total_size = 64;
     return plan;
   };
-  RegisterStrategy(info);
+  const StrategyInfo* naive = FindStrategy("naive");
+  ASSERT_TRUE(RegisterStrategy(info));
+  EXPECT_FALSE(RegisterStrategy(info)) << "a name is registered once";
+  EXPECT_EQ(FindStrategy("naive"), naive) << "entries never move";
   const absl::Status broken =
       RunStrategy("test_broken", ComplexSet(), PlanMode::kOffsets).status();
   EXPECT_EQ(broken.code(), absl::StatusCode::kInternal);

@@ -50,7 +50,7 @@ struct SubAllocatorInfo {
 // - simulated: `capacity` (> 0) bytes of address space, never touched.
 // - vmm: `capacity` (> 0) bytes reserved, committed on demand; always
 //   coalesces.
-const std::vector<SubAllocatorInfo>& SubAllocatorKinds();
+std::vector<SubAllocatorInfo> SubAllocatorKinds();
 
 // Whether a sub-allocator of `kind` built with `params` would coalesce;
 // nullopt for an unknown kind or one that says only once built.
@@ -67,8 +67,7 @@ using SubAllocatorFactory = absl::StatusOr<std::unique_ptr<SubAllocator>> (*)(
 
 // Adds a kind defined above the alloc layer (the CUDA kinds, registered by
 // RegisterCudaSubAllocators() in tensormem/cuda). A name already known is
-// left as it is. Meant for start-up: a registration is not synchronised with
-// a concurrent SubAllocatorKinds() caller.
+// left as it is. Synchronised with every other call here.
 void RegisterSubAllocatorKind(SubAllocatorInfo info,
                               SubAllocatorFactory factory);
 

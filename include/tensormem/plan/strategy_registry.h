@@ -104,8 +104,9 @@ struct StrategyInfo {
   bool wants_sorted_input = false;
 };
 
-// Adds a strategy, replacing one of the same name.
-void RegisterStrategy(StrategyInfo info);
+// Adds a strategy (the built-ins are one table, builtin_strategies.cc); false
+// when its name is taken. Pointers already handed out stay valid.
+bool RegisterStrategy(StrategyInfo info);
 // nullptr when unknown.
 const StrategyInfo* FindStrategy(std::string_view name);
 // Strategies that can answer in `mode`, in registration order.
