@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pickle
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _tensormem
+from ._sources import ByteSize, PathLike, Source, native_source, parse_bytes
 from ._tensormem import Trace
+from ._whatif import WhatIfResult, whatif
 
 __version__: str = _tensormem.__version__
 
@@ -48,10 +49,6 @@ __all__ = [
 ]
 
 IntSequence = Union[Sequence[int], Any]  # lists, tuples or NumPy integer arrays
-ByteSize = Union[int, str]  # bytes, or text such as "2GiB"
-PathLike = Union[str, "os.PathLike[str]"]
-# A path, or the dict torch.cuda.memory._snapshot() returns.
-Source = Union[PathLike, Dict[str, Any]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,14 +131,6 @@ def strategies() -> Dict[str, str]:
     return dict(_tensormem.strategies())
 
 
-def _native_source(source: Source) -> Union[str, bytes]:
-    # A snapshot dict travels pickled, as torch.cuda.memory._dump_snapshot
-    # writes it; the library reads pickles itself.
-    if isinstance(source, dict):
-        return pickle.dumps(source, protocol=4)
-    return os.fspath(source)
-
-
 def read_trace(
     source: Source,
     format: Optional[str] = None,
@@ -163,7 +152,7 @@ def read_trace(
     malformed content (the message names the file, or "snapshot dict", and the
     line or entry).
     """
-    trace, found = _tensormem.read_trace(_native_source(source), format, device)
+    trace, found = _tensormem.read_trace(native_source(source), format, device)
     return (trace, found) if details else trace
 
 
@@ -239,89 +228,6 @@ def write_plan_report(
         _int_list(offsets),
         title,
     )
-
-
-class WhatIfResult:
-    """One workload through several allocator candidates, compared.
-
-    ``rows``: one dict per candidate (peak_reserved_bytes,
-    peak_reserved_over_live, fragmentation_at_peak, min_limit_bytes,
-    ns_per_op, fits_device_memory, the replay's metrics, ...), as
-    ``tensormem whatif --json`` prints them. ``recorded``: for a PyTorch
-    snapshot with segment events, what PyTorch reserved on the GPU and
-    whether the candidate with the snapshot's settings, replayed as the GPU
-    ran it, ``matches`` it; else None. ``recommendation``: the PyTorch setting
-    that reserves least and what tensormem's ``tight`` would save (each with
-    ``saving_bytes`` and ``saving_percent``), and ``text``, the advice in
-    words; None without a ``pytorch`` candidate. ``str(result)`` is the
-    command's table.
-    """
-
-    def __init__(self, native: Any) -> None:
-        self._native = native
-        found = native.json()
-        self.peak_live_bytes: int = found["peak_live_bytes"]
-        self.device_memory: Optional[int] = found.get("device_memory_bytes")
-        self.rows: List[Dict[str, Any]] = found["candidates"]
-        self.recorded: Optional[Dict[str, Any]] = found.get("recorded")
-        self.recommendation: Optional[Dict[str, Any]] = found.get("recommendation")
-
-    def to_dict(self) -> Dict[str, Any]:
-        """Everything, as ``tensormem whatif --json`` prints it."""
-        return self._native.json()
-
-    def to_html(self, path: PathLike, title: str = "what-if") -> None:
-        """Writes the comparison page (table, advice, reserved bytes over time)."""
-        self._native.write_html(os.fspath(path), title)
-
-    def __str__(self) -> str:
-        return self._native.text()
-
-    def __repr__(self) -> str:
-        labels = ", ".join(row["candidate"] for row in self.rows)
-        return f"WhatIfResult(peak_live_bytes={self.peak_live_bytes}, candidates=[{labels}])"
-
-
-def whatif(
-    source: Union[Trace, Source],
-    candidates: Union[None, str, Sequence[str]] = None,
-    *,
-    device: int = 0,
-    device_memory: Optional[ByteSize] = None,
-    min_limit: bool = True,
-    timing: bool = True,
-) -> WhatIfResult:
-    """Replays one workload through several allocator candidates and compares them.
-
-    ``source`` is a path (any format :func:`read_trace` reads), a
-    :class:`Trace`, or the dict ``torch.cuda.memory._snapshot()`` returns.
-    ``candidates`` are "POLICY [key=value ...]" strings, e.g. "pytorch
-    config=expandable_segments:True", as a list or separated by ";" (default:
-    tf, pytorch and two of its settings, tight). ``device_memory`` also replays
-    each candidate limited to that much (bytes or text such as "80GiB") and
-    says where it runs out; ``min_limit`` searches each candidate's smallest
-    serving limit; ``timing`` times the allocator calls.
-
-    On a snapshot with segment events the candidate with the snapshot's
-    settings is added when missing, replayed as the GPU ran it and checked
-    against the recording (``recorded``); see :class:`WhatIfResult`.
-
-    Raises ValueError for an unknown policy or option and for malformed input.
-    """
-    if isinstance(candidates, (list, tuple)):
-        candidates = "; ".join(candidates)
-    limit = None if device_memory is None else parse_bytes(device_memory)
-    native_source = source if isinstance(source, Trace) else _native_source(source)
-    return WhatIfResult(
-        _tensormem.whatif(native_source, device, candidates, limit, min_limit, timing)
-    )
-
-
-def parse_bytes(value: ByteSize) -> int:
-    """Bytes from an int or from text such as "2GiB", "512 MiB" or "4096"."""
-    if isinstance(value, str):
-        return _tensormem.parse_bytes(value)
-    return int(value)
 
 
 class BfcAllocator:

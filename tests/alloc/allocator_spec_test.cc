@@ -116,27 +116,6 @@ TEST(AllocatorSpecTest, UnknownOptionListsTheKnownOnes) {
   EXPECT_THAT(status.message(), HasSubstr("sub_allocator"));
 }
 
-TEST(AllocatorSpecTest, AliasesSetTheirKeyAndAreListedWithIt) {
-  AllocatorSpec spec;
-  ASSERT_TRUE(SetAllocatorOption(spec, "allow_growth", "false").ok());
-  EXPECT_FALSE(spec.growth);
-  ASSERT_TRUE(SetAllocatorOption(spec, "garbage_collection", "true").ok());
-  EXPECT_TRUE(spec.garbage_collection);
-  // An alias's bad value is reported under the key it stands for.
-  EXPECT_THAT(SetAllocatorOption(spec, "allow_growth", "maybe").message(),
-              HasSubstr("growth"));
-  EXPECT_EQ(CanonicalAllocatorOption("allow_growth"), "growth");
-  EXPECT_EQ(CanonicalAllocatorOption("gc"), "gc");
-  EXPECT_EQ(CanonicalAllocatorOption("nonsense"), "nonsense");
-  size_t aliases = 0;
-  for (const AllocatorOptionInfo& info : AllocatorOptions()) {
-    if (info.alias.empty()) continue;
-    ++aliases;
-    EXPECT_EQ(CanonicalAllocatorOption(info.alias), info.key);
-  }
-  EXPECT_EQ(aliases, 2u);
-}
-
 TEST(AllocatorSpecTest, EnvironmentVariablesSetOptionsAndEmptyOnesAreIgnored) {
   const std::map<std::string, std::string> environment = {
       {"TENSORMEM_POLICY", "pytorch"},
