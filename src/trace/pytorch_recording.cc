@@ -107,6 +107,7 @@ void CountReservedBytes(uint64_t final_reserved, PytorchRecording& recording) {
     reserved = it->Adds() ? reserved - std::min(reserved, it->bytes)
                           : reserved + it->bytes;
   }
+  recording.reserved_at_start_bytes = reserved;
   uint64_t peak = reserved;
   recording.segments_added = 0;
   for (const RecordedSegmentEvent& event : recording.segments) {

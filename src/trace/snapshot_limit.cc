@@ -73,9 +73,7 @@ int Direction(const SnapshotDivergence& first) {
 // Bytes the recording held before event `event`'s segment events: a lower
 // bound of the capacity from then on.
 uint64_t ReservedBefore(const PytorchRecording& recording, size_t event) {
-  int64_t held = 0;
-  for (const RecordedSegment& segment : recording.initial_segments)
-    held += static_cast<int64_t>(segment.bytes);
+  auto held = static_cast<int64_t>(recording.reserved_at_start_bytes);
   for (const RecordedSegmentEvent& segment : recording.segments) {
     if (segment.before_event >= event) break;
     const auto bytes = static_cast<int64_t>(segment.bytes);

@@ -161,8 +161,7 @@ RecordedComparison MeasureRecorded(const PreparedTrace& trace,
   recorded.config = SettingsKey(recording.config.value_or(""));
   recorded.peak_reserved_bytes = recording.peak_reserved_bytes;
   recorded.segments = recording.segments_added;
-  for (const RecordedSegment& segment : recording.initial_segments)
-    recorded.reserved_at_start_bytes += segment.bytes;
+  recorded.reserved_at_start_bytes = recording.reserved_at_start_bytes;
   recorded.alloc_retries = RecordedRetries(trace, recording);
   recorded.row = row;
   const ReplayOptions options{

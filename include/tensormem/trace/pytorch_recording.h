@@ -70,6 +70,10 @@ struct PytorchRecording {
   // Peak of reserved bytes over the recording, counted from the segment
   // events (0 without them).
   uint64_t peak_reserved_bytes = 0;
+  // Reserved bytes when recording began (> 0: a warm start), walked back from
+  // the final segments through the segment events; expandable segments
+  // included.
+  uint64_t reserved_at_start_bytes = 0;
   int64_t segments_added = 0;  // segment_alloc and segment_map events
 
   bool has_segment_events() const { return !segments.empty(); }
