@@ -102,12 +102,6 @@ T Check(absl::StatusOr<T> value, const std::string& context) {
   return *std::move(value);
 }
 
-const std::vector<WhatIfCandidate>& BenchAllocators() {
-  static const auto* const candidates = new std::vector<WhatIfCandidate>(
-      *ParseWhatIfCandidates(kBenchAllocators));
-  return *candidates;
-}
-
 // Every compared allocator's peak reserved / peak live, growing on demand.
 std::vector<std::optional<double>> AllocatorRatios(const PreparedTrace& trace,
                                                    const std::string& path) {

@@ -24,20 +24,6 @@ RatioChartData SpreadChart(std::string value_label,
   return chart;
 }
 
-template <typename Row>
-std::vector<Spread> AllocatorSpreads(const std::vector<Row>& rows) {
-  std::vector<Spread> spreads;
-  for (size_t a = 0; a < kBenchAllocatorNames.size(); ++a) {
-    std::vector<double> values;
-    for (const Row& row : rows) {
-      if (a < row.allocator_ratios.size() && row.allocator_ratios[a])
-        values.push_back(*row.allocator_ratios[a]);
-    }
-    spreads.push_back(SpreadOf(std::move(values)));
-  }
-  return spreads;
-}
-
 // The recorded ratio first, then each allocator's.
 std::vector<Spread> SnapshotSpreads(const std::vector<SnapshotRow>& rows) {
   std::vector<double> recorded;

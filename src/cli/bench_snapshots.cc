@@ -35,7 +35,7 @@ absl::StatusOr<SnapshotRow> BenchSnapshot(const fs::path& path) {
   if (input->pytorch_details)
     options.recording = &input->pytorch_details->recording;
   absl::StatusOr<WhatIfResult> result =
-      RunWhatIf(*trace, *ParseWhatIfCandidates(kBenchAllocators), options);
+      RunWhatIf(*trace, BenchAllocators(), options);
   if (!result.ok()) return result.status();
   SnapshotRow row;
   row.name = SnapshotName(path);
@@ -46,9 +46,7 @@ absl::StatusOr<SnapshotRow> BenchSnapshot(const fs::path& path) {
     row.pytorch_matches = recorded->matches;
   }
   // The recording's own settings may add a row: find each by its label.
-  const std::vector<WhatIfCandidate> candidates =
-      *ParseWhatIfCandidates(kBenchAllocators);
-  for (const WhatIfCandidate& candidate : candidates) {
+  for (const WhatIfCandidate& candidate : BenchAllocators()) {
     const auto it = std::find_if(
         result->rows.begin(), result->rows.end(),
         [&](const WhatIfRow& r) { return r.label == candidate.label; });

@@ -29,22 +29,17 @@ nlohmann::json AllocatorJson(const std::vector<std::optional<double>>& ratios) {
   return json;
 }
 
-// Each allocator's spread over some rows' allocator_ratios.
+// Each allocator's spread over some rows, in words.
 template <typename Row>
 std::string AllocatorLine(const std::vector<Row>& rows, std::string_view what) {
+  const std::vector<Spread> spreads = AllocatorSpreads(rows);
   std::vector<std::string> parts;
   size_t count = 0;
-  for (size_t a = 0; a < kBenchAllocatorNames.size(); ++a) {
-    std::vector<double> values;
-    for (const Row& row : rows) {
-      if (a < row.allocator_ratios.size() && row.allocator_ratios[a])
-        values.push_back(*row.allocator_ratios[a]);
-    }
-    const Spread spread = SpreadOf(std::move(values));
-    count = std::max(count, spread.count);
-    if (spread.count > 0) {
+  for (size_t a = 0; a < spreads.size(); ++a) {
+    count = std::max(count, spreads[a].count);
+    if (spreads[a].count > 0) {
       parts.push_back(absl::StrFormat("%s %.3f / %.3f", kBenchAllocatorNames[a],
-                                      spread.median, spread.max));
+                                      spreads[a].median, spreads[a].max));
     }
   }
   if (parts.empty()) return "";
@@ -56,6 +51,12 @@ std::string AllocatorLine(const std::vector<Row>& rows, std::string_view what) {
 
 const std::vector<std::string> kBenchAllocatorNames = {
     "tf", "pytorch", "pytorch + expandable segments", "tight"};
+
+const std::vector<WhatIfCandidate>& BenchAllocators() {
+  static const auto* const candidates = new std::vector<WhatIfCandidate>(
+      *ParseWhatIfCandidates(kBenchAllocators));
+  return *candidates;
+}
 
 Spread SpreadOf(std::vector<double> values) {
   Spread spread;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "tensormem/trace/whatif.h"
 
 namespace tensormem::cli {
 
@@ -20,6 +21,8 @@ namespace tensormem::cli {
 inline constexpr std::string_view kBenchAllocators =
     "tf; pytorch; pytorch config=expandable_segments:True; tight";
 extern const std::vector<std::string> kBenchAllocatorNames;
+// kBenchAllocators parsed once.
+const std::vector<WhatIfCandidate>& BenchAllocators();
 // The one whose picture, minimum limit and speed are measured (the default).
 inline constexpr size_t kMeasuredAllocator = 3;
 
@@ -73,6 +76,21 @@ struct Spread {
   double median = 0, max = 0;
 };
 Spread SpreadOf(std::vector<double> values);
+// Each compared allocator's spread over the rows' allocator_ratios (trace
+// rows or snapshot rows), in kBenchAllocatorNames order.
+template <typename Row>
+std::vector<Spread> AllocatorSpreads(const std::vector<Row>& rows) {
+  std::vector<Spread> spreads;
+  for (size_t a = 0; a < kBenchAllocatorNames.size(); ++a) {
+    std::vector<double> values;
+    for (const Row& row : rows) {
+      if (a < row.allocator_ratios.size() && row.allocator_ratios[a])
+        values.push_back(*row.allocator_ratios[a]);
+    }
+    spreads.push_back(SpreadOf(std::move(values)));
+  }
+  return spreads;
+}
 // Each planner's spread over the rows that ran it, in first-seen order.
 std::vector<std::pair<std::string, Spread>> PlannerSpreads(
     const std::vector<BenchRow>& rows);
