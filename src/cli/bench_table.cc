@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "tensormem/core/units.h"
+#include "tensormem/report/text_table.h"
 
 namespace tensormem::cli {
 namespace {
@@ -201,22 +202,7 @@ std::vector<std::string> SummaryLines(
 void PrintTable(const std::vector<BenchRow>& rows) {
   std::vector<std::vector<std::string>> cells = {BenchHeader()};
   for (const BenchRow& row : rows) cells.push_back(Cells(row));
-  std::vector<size_t> widths(cells[0].size(), 0);
-  for (const auto& line : cells) {
-    for (size_t c = 0; c < line.size(); ++c)
-      widths[c] = std::max(widths[c], line[c].size());
-  }
-  for (const auto& line : cells) {
-    for (size_t c = 0; c < line.size(); ++c) {
-      const int width = static_cast<int>(widths[c]);
-      if (c == 0) {
-        std::printf("%-*s", width, line[c].c_str());
-      } else {
-        std::printf("  %*s", width, line[c].c_str());
-      }
-    }
-    std::printf("\n");
-  }
+  std::printf("%s", FormatTextTable(cells).c_str());
 }
 
 }  // namespace tensormem::cli

@@ -1,11 +1,10 @@
 #include "tensormem/report/whatif_text.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "tensormem/core/units.h"
+#include "tensormem/report/text_table.h"
 
 namespace tensormem {
 namespace {
@@ -45,27 +44,6 @@ std::vector<std::string> RecordedRow(const WhatIfResult& result) {
                     result.peak_live_bytes);
   }
   return cells;
-}
-
-std::string AlignedTable(const std::vector<std::vector<std::string>>& lines) {
-  std::vector<size_t> widths(lines[0].size(), 0);
-  for (const auto& line : lines) {
-    for (size_t c = 0; c < line.size(); ++c)
-      widths[c] = std::max(widths[c], line[c].size());
-  }
-  std::string text;
-  for (const auto& line : lines) {
-    for (size_t c = 0; c < line.size(); ++c) {
-      const int width = static_cast<int>(widths[c]);
-      if (c == 0) {
-        absl::StrAppendFormat(&text, "%-*s", width, line[c]);
-      } else {
-        absl::StrAppendFormat(&text, "  %*s", width, line[c]);
-      }
-    }
-    text += "\n";
-  }
-  return text;
 }
 
 void AppendRowNotes(const WhatIfResult& result, std::string& text) {
@@ -183,7 +161,7 @@ std::string RenderWhatIfText(const WhatIfResult& result) {
   text += "\n\n";
   std::vector<std::vector<std::string>> lines = {WhatIfTableHeader()};
   for (auto& row : WhatIfTableRows(result)) lines.push_back(std::move(row));
-  text += AlignedTable(lines);
+  text += FormatTextTable(lines);
   if (result.recorded)
     absl::StrAppend(&text, "\n",
                     absl::StrJoin(WhatIfRecordedLines(result), "\n"), "\n");
