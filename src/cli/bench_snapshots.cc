@@ -40,11 +40,8 @@ absl::StatusOr<SnapshotRow> BenchSnapshot(const fs::path& path) {
   SnapshotRow row;
   row.name = SnapshotName(path);
   row.peak_live = result->peak_live_bytes;
-  if (const auto& recorded = result->recorded; recorded && row.peak_live > 0) {
-    row.recorded_ratio =
-        static_cast<double>(recorded->peak_reserved_bytes) / row.peak_live;
-    row.pytorch_matches = recorded->matches;
-  }
+  row.recorded_ratio = RecordedOverLive(*result);
+  row.pytorch_matches = row.recorded_ratio && result->recorded->matches;
   // The recording's own settings may add a row: find each by its label.
   for (const WhatIfCandidate& candidate : BenchAllocators()) {
     const auto it = std::find_if(

@@ -38,11 +38,8 @@ std::vector<std::string> RecordedRow(const WhatIfResult& result) {
   std::vector<std::string> cells(WhatIfTableHeader().size(), "-");
   cells[0] = "recorded (PyTorch on the GPU)";
   cells[1] = HumanBytes(recorded.peak_reserved_bytes);
-  if (result.peak_live_bytes > 0) {
-    cells[2] = absl::StrFormat(
-        "%.4f", static_cast<double>(recorded.peak_reserved_bytes) /
-                    result.peak_live_bytes);
-  }
+  if (const std::optional<double> ratio = RecordedOverLive(result))
+    cells[2] = absl::StrFormat("%.4f", *ratio);
   return cells;
 }
 

@@ -143,11 +143,7 @@ nlohmann::json RecordedToJson(const WhatIfResult& result) {
   }
   return {{"config", recorded.config},
           {"peak_reserved_bytes", recorded.peak_reserved_bytes},
-          {"peak_reserved_over_live",
-           result.peak_live_bytes == 0
-               ? 0.0
-               : static_cast<double>(recorded.peak_reserved_bytes) /
-                     result.peak_live_bytes},
+          {"peak_reserved_over_live", RecordedOverLive(result).value_or(0.0)},
           {"segments", recorded.segments},
           {"alloc_retries", recorded.alloc_retries},
           {"reserved_at_start_bytes", recorded.reserved_at_start_bytes},
@@ -313,6 +309,12 @@ absl::StatusOr<WhatIfResult> RunWhatIf(const PreparedTrace& trace,
   }
   result.recommendation = trace_internal::Recommend(result);
   return result;
+}
+
+std::optional<double> RecordedOverLive(const WhatIfResult& result) {
+  if (!result.recorded || result.peak_live_bytes == 0) return std::nullopt;
+  return static_cast<double>(result.recorded->peak_reserved_bytes) /
+         result.peak_live_bytes;
 }
 
 nlohmann::json WhatIfToJson(const WhatIfResult& result) {

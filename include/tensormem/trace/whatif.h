@@ -153,6 +153,10 @@ absl::StatusOr<WhatIfResult> RunWhatIf(const PreparedTrace& trace,
                                        std::vector<WhatIfCandidate> candidates,
                                        const WhatIfOptions& options);
 
+// The recorded peak of reserved bytes over the peak of live bytes; unset
+// without a recorded row or with nothing live.
+std::optional<double> RecordedOverLive(const WhatIfResult& result);
+
 nlohmann::json WhatIfToJson(const WhatIfResult& result);
 
 }  // namespace tensormem
