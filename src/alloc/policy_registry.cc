@@ -40,15 +40,14 @@ const NamedRegistry<RegisteredPolicy>& Registry() {
             "expandable_segments",
             {"expandable_segments:True", "max_split_size_mb:21",
              "roundup_power2_divisions:4", "garbage_collection_threshold:0.5",
-             "max_non_split_rounding_mb:4,roundup_power2_divisions:[1:1,64:8,>:"
-             "2]"}},
+             "max_non_split_rounding_mb:4,"
+             "roundup_power2_divisions:[1:1,64:8,>:2]"}},
            internal::MakePytorchPolicy},
           {{"planned",
             "learns a repeating loop and serves it from an offline plan; tight "
             "for the rest (planned_allocator.h)",
             "planning (background: on a thread of its own; inline: when due, "
-            "on "
-            "the allocating thread, the same in every run)",
+            "on the allocating thread, the same in every run)",
             {"planning:inline"}},
            internal::MakePlannedPolicy},
       },

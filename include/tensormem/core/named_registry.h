@@ -7,7 +7,7 @@
 //   struct Kind { std::string name; int cost; };
 //   NamedRegistry<Kind> kinds({{"host", 1}, {"vmm", 2}},
 //                             [](const Kind& k) { return k.name; });
-//   kinds.Add({"cuda", 3});           // false: the name was already there
+//   kinds.Add({"cuda", 3});           // true; a second "cuda": false
 //   const Kind* vmm = kinds.Find("vmm");
 //   for (const Kind* kind : kinds.List()) ...
 #ifndef TENSORMEM_CORE_NAMED_REGISTRY_H_
