@@ -225,16 +225,22 @@ void CudaVmmSubAllocator::Free(void* ptr, size_t bytes) {
 
 bool CudaVmmSubAllocator::CanChange(uintptr_t start, uint64_t size,
                                     bool mapped) const {
-  if (size == 0 || start % granularity_ != 0 || size % granularity_ != 0) {
+  if (size == 0 || start % granularity_ != 0 || size % granularity_ != 0 ||
+      start + size < start) {
     return false;
   }
+  // The caller merges contiguous regions into one free stretch, so the range
+  // may cross from one region into the next: each must follow on without a
+  // gap and have a handle per granule.
   auto region = regions_.upper_bound(start);
   if (region == regions_.begin()) return false;
   --region;
-  const uint64_t region_end = region->first + region->second.size;
-  if (!region->second.handle_per_granule || start + size > region_end ||
-      start + size < start) {
-    return false;
+  for (uintptr_t covered = region->first; covered < start + size; ++region) {
+    if (region == regions_.end() || region->first != covered ||
+        !region->second.handle_per_granule) {
+      return false;
+    }
+    covered += region->second.size;
   }
   for (uintptr_t at = start; at < start + size; at += granularity_) {
     if (mappings_.contains(at) != mapped) return false;
@@ -249,7 +255,7 @@ bool CudaVmmSubAllocator::CheckChange(uintptr_t start, uint64_t size,
       CUDA_ERROR_INVALID_VALUE,
       absl::StrCat(mapped ? "decommit" : "recommit", " of ",
                    DescribeBytes(size), " at offset ", start - base_,
-                   ": not whole granules of one region with every granule ",
+                   ": not whole granules of adjacent regions with every granule ",
                    mapped ? "mapped" : "decommitted"));
   return false;
 }

@@ -4,7 +4,9 @@ for bit, peak reserved (goal <= 0.90x) and median step time (goal <= 1.03x).
 
   python3 compare_training.py OUT/training
 
-Runs are MODEL.ALLOCATOR.ROUND.json. When the parameters differ, PyTorch's
+Runs are MODEL.ALLOCATOR.ROUND.json; MODEL.planned.N.json are tensormem's
+runs under the planned policy, compared on their steady-state peak (from the
+iteration the plan took over) as well as their peak. When the parameters differ, PyTorch's
 own rounds tell nondeterminism (PyTorch differs from itself) from a fault.
 Writes OUT/training/comparison.json; exit 0 only if every model's parameters
 are identical in every run.
@@ -58,7 +60,31 @@ def compare(directory, model):
     row["time_goal_met"] = row["step_ratio"] <= TIME_GOAL
     row["policy"] = tensormem[0].get("policy")
     row["sub_allocator"] = tensormem[0].get("sub_allocator")
+    add_planned(row, directory, model, pytorch)
     return row
+
+
+def add_planned(row, directory, model, pytorch):
+    """The planned policy's run beside the others: its parameters, its peak and
+    steady-state peak reserved over PyTorch's peak allocated."""
+    runs = sorted(glob.glob(os.path.join(directory, f"{model}.planned.*.json")))
+    if not runs:
+        return
+    with open(runs[0]) as file:
+        run = json.load(file)
+    if "error" in run:
+        row["planned_error"] = run["error"]
+        return
+    stats = run.get("tensormem_stats") or {}
+    floor = row["peak_allocated_pytorch"]
+    row["planned_identical_parameters"] = (
+        run["parameters_sha256"] == pytorch[0]["parameters_sha256"])
+    row["planned_iterations"] = stats.get("planned_iterations", 0)
+    row["planned_peak_over_allocated"] = run["peak_reserved_bytes"] / floor
+    steady = stats.get("steady_peak_pool_bytes")
+    row["planned_steady_over_allocated"] = None if steady is None else steady / floor
+    row["planned_final_over_allocated"] = run["final_reserved_bytes"] / floor
+    row["planned_step_ratio"] = run["median_step_ms"] / row["step_ms_pytorch"]
 
 
 def describe(row):
@@ -69,6 +95,25 @@ def describe(row):
         same += (" (PyTorch against itself: "
                  f"{'same' if row['pytorch_deterministic'] else 'differs too'})")
     rounds = ", ".join(f"{ratio:.3f}" for ratio in row["step_ratio_per_round"])
+    return describe_tight(row, same, rounds) + describe_planned(row)
+
+
+def describe_planned(row):
+    if "planned_error" in row:
+        return f"; planned: {row['planned_error']}"
+    if "planned_iterations" not in row:
+        return ""
+    steady = row["planned_steady_over_allocated"]
+    return (f"; planned: parameters "
+            f"{'identical' if row['planned_identical_parameters'] else 'DIFFER'}, "
+            f"{row['planned_iterations']} iterations from a plan, peak "
+            f"{row['planned_peak_over_allocated']:.3f}x, steady "
+            f"{'none' if steady is None else f'{steady:.3f}x'}, final "
+            f"{row['planned_final_over_allocated']:.3f}x the peak allocated, step "
+            f"{row['planned_step_ratio']:.3f}x")
+
+
+def describe_tight(row, same, rounds):
     return (f"{row['model']}: parameters {same} over {row['rounds']} rounds, peak reserved "
             f"{row['peak_reserved_tensormem'] / 2**20:.0f} MiB vs "
             f"{row['peak_reserved_pytorch'] / 2**20:.0f} MiB ({row['peak_ratio']:.3f}x), "
@@ -92,7 +137,9 @@ def main():
         json.dump(rows, file, indent=2)
     for row in rows:
         print(describe(row))
-    ok = bool(rows) and all(row.get("identical_parameters") for row in rows)
+    ok = bool(rows) and all(row.get("identical_parameters")
+                            and row.get("planned_identical_parameters", True)
+                            and "planned_error" not in row for row in rows)
     return 0 if ok else 1
 
 

@@ -10,8 +10,9 @@
 # Steps (each time-boxed; all of them together within --budget, 450 s unless
 # told): 1 device, 2 CUDA conformance tests on the real driver, 3 replays on
 # cuda and cuda-vmm against the simulated upstream, 4 PyTorch training with
-# PyTorch's allocator and with tensormem's, 5 PyTorch's own allocator recorded
-# under several PYTORCH_CUDA_ALLOC_CONF settings, 6 OUT/summary.json and
+# PyTorch's allocator and with tensormem's (tight, then planned), 5 PyTorch's
+# own allocator recorded over the training loops and under several
+# PYTORCH_CUDA_ALLOC_CONF settings, 6 OUT/summary.json and
 # OUT/summary.txt. Exit 0 only if every step passed. --fake-driver is the
 # rehearsal on a machine without a GPU: the driver is the bundle's fake, and
 # the PyTorch steps are reported as not run (the exit status ignores them).
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
     --fake-driver) fake=1 ;;
     --budget) budget=$2; shift ;;
     --rounds) rounds=$2; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     -*) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) out=$1 ;;
   esac
@@ -108,22 +109,37 @@ if not torch.cuda.is_available(): sys.exit(f"torch {torch.__version__} sees no G
 }
 torch_state=0
 have_torch || torch_state=$?
+# train NAME ARGS...: one run of train_check.py as step NAME; 0 if it passed.
+train() {
+  local name=$1
+  shift
+  if [ "$fake" = 1 ]; then
+    not_run "$name" "rehearsal: the fake driver runs no kernels"
+    return 1
+  elif [ "$torch_state" != 0 ]; then
+    echo "failed 0 no CUDA-enabled PyTorch with torchvision ($(tail -n 1 "$out/steps/torch-probe.log"))" \
+      >"$out/steps/$name.status"
+    return 1
+  else
+    step "$name" 90 "$python" "$bundle/tools/train_check.py" "$@"
+  fi
+}
 # Rounds interleave the allocators, so that a slow stretch of the machine
 # does not fall on one of them; step times are compared over all rounds.
+models="resnet50 gpt2-small"
 for round in $(seq 1 "$rounds"); do
-  for model in resnet50 gpt2-small; do
+  for model in $models; do
     for allocator in pytorch tensormem; do
-      name="4-train-$model-$allocator-$round"
-      if [ "$fake" = 1 ]; then not_run "$name" "rehearsal: the fake driver runs no kernels"
-      elif [ "$torch_state" != 0 ]; then
-        echo "failed 0 no CUDA-enabled PyTorch with torchvision ($(tail -n 1 "$out/steps/torch-probe.log"))" \
-          >"$out/steps/$name.status"
-      else
-        step "$name" 90 "$python" "$bundle/tools/train_check.py" --model "$model" \
-          --allocator "$allocator" --out "$out/training/$model.$allocator.$round.json"
-      fi
+      train "4-train-$model-$allocator-$round" --model "$model" --allocator "$allocator" \
+        --out "$out/training/$model.$allocator.$round.json"
     done
   done
+done
+# The planned policy: the same training served, once it has learnt the
+# loop, from an offline plan (its steady-state peak is in the JSON).
+for model in $models; do
+  train "4-train-$model-planned" --model "$model" --allocator tensormem --policy planned \
+    --out "$out/training/$model.planned.1.json"
 done
 if [ "$fake" = 1 ]; then not_run 4-plugin-probe "rehearsal: the fake driver runs no kernels"
 elif [ "$torch_state" != 0 ]; then echo "failed 0 no CUDA-enabled PyTorch" >"$out/steps/4-plugin-probe.status"
@@ -151,6 +167,14 @@ record() {  # NAME CONF [ARGS...]
     step "5-replay-$name" 60 "$cli" replay "$out/snapshots/$name.pickle.gz" \
       --verify --json  # the pytorch policy, as the snapshot's settings say
 }
+# The same training loops under PyTorch's allocator, recorded: real loops for
+# the planned policy and `tensormem whatif`.
+for model in $models; do
+  train "5-record-train-$model" --model "$model" --allocator pytorch --steps 8 --warmup 0 \
+    --snapshot "$out/snapshots/train-$model.pickle.gz" --out "$out/snapshots/train-$model.json" &&
+    step "5-replay-train-$model" 60 "$cli" replay "$out/snapshots/train-$model.pickle.gz" \
+      --verify --json
+done
 record default ""
 record expandable "expandable_segments:True"
 record max_split_128 "max_split_size_mb:128"

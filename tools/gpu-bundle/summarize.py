@@ -15,6 +15,8 @@ import json
 import os
 import sys
 
+from compare_training import describe_planned
+
 
 def read_json(path):
     try:
@@ -132,6 +134,8 @@ def main():
                          f"{row['peak_ratio']:.3f}x PyTorch's (PyTorch {row['pytorch_over_allocated']:.3f}x, "
                          f"tensormem {row['peak_over_allocated']:.3f}x the peak allocated), "
                          f"step time {row['step_ratio']:.3f}x")
+            if "planned_iterations" in row or "planned_error" in row:
+                lines.append(f"  {describe_planned(row)[2:]}")
     for row in summary["snapshots"]:
         lines.append(f"snapshot {row['name']}: recorded peak reserved "
                      f"{row['recorded_peak_reserved']}, replayed {row['replayed_peak_reserved']}, "

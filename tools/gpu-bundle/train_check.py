@@ -9,6 +9,10 @@ reserved, median step time).
   python3 train_check.py --model resnet50 --allocator tensormem --policy tight \
       --steps 30 --out resnet50.tensormem.json
 
+With --snapshot PATH (PyTorch's allocator only) the run is also recorded as a
+memory snapshot (.pickle.gz): a real training loop, every iteration the same,
+for the planned policy's tests and `tensormem whatif`.
+
 Exit codes: 0 ran, 1 failed (the JSON says why where it could be written),
 77 no CUDA-enabled PyTorch or no GPU.
 """
@@ -77,12 +81,37 @@ def enable_tensormem(policy, sub_allocator):
     enable_cuda(policy=policy, sub_allocator=sub_allocator)
 
 
-def peak_reserved(torch, allocator):
+def reserved(torch, allocator, result):
+    """Peak and final reserved bytes; with tensormem also its device counters
+    (the planned policy's steady-state peak among them)."""
     if allocator == "pytorch":
-        return torch.cuda.max_memory_reserved()
+        result["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
+        result["final_reserved_bytes"] = torch.cuda.memory_reserved()
+        return
     from tensormem_torch.cuda import cuda_stats  # noqa: PLC0415
 
-    return cuda_stats()["devices"]["0"]["peak_pool_bytes"]
+    stats = cuda_stats()["devices"]["0"]
+    result["peak_reserved_bytes"] = stats["peak_pool_bytes"]
+    result["final_reserved_bytes"] = stats["pool_bytes"]
+    result["tensormem_stats"] = stats
+
+
+def start_recording(torch, path):
+    if path:
+        torch.cuda.memory._record_memory_history(max_entries=1_000_000, context=None,
+                                                 stacks="python")
+
+
+def save_recording(torch, path):
+    if not path:
+        return
+    import gzip  # noqa: PLC0415
+    import pickle  # noqa: PLC0415
+
+    snapshot = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    with gzip.open(path, "wb", compresslevel=9) as out:
+        pickle.dump(snapshot, out)
 
 
 def train(args, result):
@@ -93,6 +122,7 @@ def train(args, result):
         return 77
     if args.allocator == "tensormem":
         enable_tensormem(args.policy, args.sub_allocator)
+    start_recording(torch, args.snapshot)
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
@@ -122,6 +152,7 @@ def train(args, result):
         optimizer.step()
         torch.cuda.synchronize()
         step_seconds.append(time.perf_counter() - start)
+    save_recording(torch, args.snapshot)
     timed = sorted(step_seconds[args.warmup:])
     digest = hashlib.sha256()
     for parameter in model.parameters():
@@ -132,12 +163,12 @@ def train(args, result):
         "median_step_ms": timed[len(timed) // 2] * 1e3,
         "final_loss": float(loss),
         "parameters_sha256": digest.hexdigest(),
-        "peak_reserved_bytes": peak_reserved(torch, args.allocator),
         "peak_allocated_bytes": torch.cuda.max_memory_allocated()
         if args.allocator == "pytorch" else None,
         "torch": torch.__version__,
         "device": torch.cuda.get_device_name(0),
     })
+    reserved(torch, args.allocator, result)
     return 0
 
 
@@ -151,8 +182,11 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--bf16", action="store_true", help="autocast to bfloat16")
+    parser.add_argument("--snapshot", default="", help="record PyTorch's allocator here")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    if args.snapshot and args.allocator != "pytorch":
+        parser.error("--snapshot records PyTorch's own allocator (--allocator pytorch)")
     result = {"model": args.model, "allocator": args.allocator,
               "policy": args.policy if args.allocator == "tensormem" else None,
               "sub_allocator": args.sub_allocator if args.allocator == "tensormem" else None}

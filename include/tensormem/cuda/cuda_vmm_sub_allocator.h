@@ -107,8 +107,8 @@ class CudaVmmSubAllocator final : public CudaSubAllocatorBase {
   // Maps a new handle on every granule of the range that has none.
   void RemapUnmappedGranules(uintptr_t start, uint64_t size)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
-  // The region holding [start, start + size) if it has a handle per granule
-  // and every granule in the range is mapped (`mapped`) or none is.
+  // Whether [start, start + size) lies in adjacent regions with a handle per
+  // granule, and every granule in it is mapped (`mapped`) or none is.
   bool CanChange(uintptr_t start, uint64_t size, bool mapped) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   // CanChange, reporting and counting a refusal in failed_frees().
