@@ -9,8 +9,12 @@
 namespace tensormem {
 
 StreamOrderedAllocator::StreamOrderedAllocator(
-    std::unique_ptr<BfcAllocator> bfc, CudaDriver* driver, int device)
-    : bfc_(std::move(bfc)), driver_(driver), device_(device) {}
+    std::unique_ptr<Allocator> allocator, BfcAllocator* bfc, CudaDriver* driver,
+    int device)
+    : allocator_(std::move(allocator)),
+      bfc_(bfc),
+      driver_(driver),
+      device_(device) {}
 
 StreamOrderedAllocator::~StreamOrderedAllocator() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -78,10 +82,10 @@ void StreamOrderedAllocator::Forget(uintptr_t start, uintptr_t end) {
 }
 
 void* StreamOrderedAllocator::Allocate(size_t bytes, CUstream stream) {
-  void* block = bfc_->Allocate(bytes, /*alignment=*/256);
+  void* block = allocator_->Allocate(bytes, /*alignment=*/256);
   if (block == nullptr) return nullptr;
   const uintptr_t start = reinterpret_cast<uintptr_t>(block);
-  const uintptr_t end = start + bfc_->AllocatedSize(block).value_or(bytes);
+  const uintptr_t end = start + allocator_->AllocatedSize(block).value_or(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   std::set<CUevent> waited;
   auto it = pending_.lower_bound(start);
@@ -98,7 +102,7 @@ void* StreamOrderedAllocator::Allocate(size_t bytes, CUstream stream) {
     }
     if (!status.ok()) {
       last_error_ = status;
-      bfc_->Deallocate(block);  // never hand out memory another stream uses
+      allocator_->Deallocate(block);  // never hand out memory another stream uses
       return nullptr;
     }
     ++cross_stream_waits_;
@@ -107,7 +111,7 @@ void* StreamOrderedAllocator::Allocate(size_t bytes, CUstream stream) {
 }
 
 absl::Status StreamOrderedAllocator::Free(void* ptr, CUstream stream) {
-  const std::optional<size_t> size = bfc_->AllocatedSize(ptr);
+  const std::optional<size_t> size = allocator_->AllocatedSize(ptr);
   if (!size) {
     return absl::InvalidArgumentError(absl::StrCat(
         "free of ", reinterpret_cast<uintptr_t>(ptr), " on device ", device_,
@@ -137,7 +141,7 @@ absl::Status StreamOrderedAllocator::Free(void* ptr, CUstream stream) {
       pending_[start] = PendingFree{start + *size, stream, Share(*event)};
     }
   }
-  bfc_->Deallocate(ptr);
+  allocator_->Deallocate(ptr);
   return absl::OkStatus();
 }
 

@@ -74,15 +74,12 @@ absl::StatusOr<StreamOrderedAllocator*> CudaPlugin::AllocatorFor(int device) {
   if (built.bfc == nullptr || !built.wrapped.empty()) {
     return absl::InvalidArgumentError("the CUDA plug-in needs allocator bfc");
   }
-  // `built.bfc` is `built.allocator`: keep it as the BfcAllocator it is.
-  std::unique_ptr<BfcAllocator> allocator(
-      static_cast<BfcAllocator*>(built.allocator.release()));
   if (static_cast<int>(devices_.size()) <= device) {
     devices_.resize(device + 1);
     failed_allocs_.resize(device + 1, 0);
   }
   devices_[device] = std::make_unique<StreamOrderedAllocator>(
-      std::move(allocator), driver_, device);
+      std::move(built.allocator), built.bfc, driver_, device);
   return devices_[device].get();
 }
 
@@ -177,7 +174,7 @@ nlohmann::json CudaPlugin::StatsJson() const {
   for (size_t device = 0; device < devices_.size(); ++device) {
     if (devices_[device] == nullptr) continue;
     StreamOrderedAllocator& allocator = *devices_[device];
-    nlohmann::json stats = AllocatorStatsToJson(*allocator.bfc().GetStats());
+    nlohmann::json stats = AllocatorStatsToJson(*allocator.allocator().GetStats());
     stats["failed_allocs"] = failed_allocs_[device];
     stats["events_recorded"] = allocator.events_recorded();
     stats["cross_stream_waits"] = allocator.cross_stream_waits();

@@ -2,9 +2,11 @@
 // instance per test, built through them, on the fake driver.
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cuda/cuda_test_env.h"
 #include "gmock/gmock.h"
+#include "tensormem/alloc/policy_registry.h"
 #include "torch/cuda_plugin.h"
 
 namespace tensormem {
@@ -48,10 +50,11 @@ TEST(CudaPluginOptionsTest, RefusesHostSubAllocatorsAndUnknownKeys) {
 using CudaPluginTest = CudaTest;
 
 TEST_F(CudaPluginTest, EveryPolicyServesDeviceMemory) {
-  for (const char* policy : {"tight", "tf", "pytorch"}) {
-    SCOPED_TRACE(policy);
-    absl::StatusOr<PluginOptions> options = Options(
-        {{"TENSORMEM_POLICY", policy}}, R"({"memory_limit": "256MiB"})");
+  for (const PolicyInfo& policy : Policies()) {
+    SCOPED_TRACE(policy.name);
+    absl::StatusOr<PluginOptions> options =
+        Options({{"TENSORMEM_POLICY", std::string(policy.name)}},
+                R"({"memory_limit": "256MiB"})");
     ASSERT_TRUE(options.ok()) << options.status();
     auto plugin = CudaPlugin::Create(*options, driver_);
     ASSERT_TRUE(plugin.ok()) << plugin.status();
@@ -62,6 +65,31 @@ TEST_F(CudaPluginTest, EveryPolicyServesDeviceMemory) {
     EXPECT_TRUE((*plugin)->Free(block, 3 * kMiB, 0, nullptr));
     EXPECT_EQ((*plugin)->StatsJson()["devices"]["0"]["bytes_in_use"], 0);
   }
+}
+
+// The planned policy's allocator wraps a BFC allocator: the plug-in serves
+// from the whole of it (its arena blocks included) and reports its stats.
+TEST_F(CudaPluginTest, PlannedServesALoopFromItsPlan) {
+  absl::StatusOr<PluginOptions> options =
+      Options({{"TENSORMEM_POLICY", "planned"}},
+              R"({"memory_limit": "256MiB", "config": "planning:inline"})");
+  ASSERT_TRUE(options.ok()) << options.status();
+  auto plugin = CudaPlugin::Create(*options, driver_);
+  ASSERT_TRUE(plugin.ok()) << plugin.status();
+  const size_t sizes[] = {3 * kMiB, 1 * kMiB, 5 * kMiB, 2 * kMiB};
+  for (int step = 0; step < 12; ++step) {
+    std::vector<void*> blocks;
+    for (size_t bytes : sizes) {
+      blocks.push_back((*plugin)->Malloc(bytes, 0, nullptr));
+      ASSERT_NE(blocks.back(), nullptr) << (*plugin)->LastError();
+    }
+    for (size_t i = 0; i < blocks.size(); ++i)
+      ASSERT_TRUE((*plugin)->Free(blocks[i], sizes[i], 0, nullptr));
+  }
+  const nlohmann::json stats = (*plugin)->StatsJson()["devices"]["0"];
+  EXPECT_GT(stats.value("planned_iterations", 0), 0) << stats.dump();
+  EXPECT_TRUE(stats.contains("steady_peak_pool_bytes")) << stats.dump();
+  EXPECT_EQ(stats["bytes_in_use"], 0);
 }
 
 }  // namespace

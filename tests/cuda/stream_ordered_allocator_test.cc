@@ -26,9 +26,10 @@ class StreamOrderedTest : public CudaTest {
     params.reserve_bytes = 256 * kMiB;
     auto vmm = CudaVmmSubAllocator::Create(params);
     ASSERT_TRUE(vmm.ok()) << vmm.status();
-    allocator_ = std::make_unique<StreamOrderedAllocator>(
-        std::make_unique<BfcAllocator>(*std::move(vmm), 128 * kMiB), driver_,
-        0);
+    auto bfc = std::make_unique<BfcAllocator>(*std::move(vmm), 128 * kMiB);
+    BfcAllocator* engine = bfc.get();
+    allocator_ = std::make_unique<StreamOrderedAllocator>(std::move(bfc),
+                                                          engine, driver_, 0);
     if (OnFakeDriver()) fake_cuda_clear_call_log();
   }
   void TearDown() override {

@@ -31,8 +31,10 @@ namespace tensormem {
 
 class StreamOrderedAllocator {
  public:
-  StreamOrderedAllocator(std::unique_ptr<BfcAllocator> bfc, CudaDriver* driver,
-                         int device);
+  // `bfc` is `allocator` itself or the BFC allocator it serves from (the
+  // planned policy's fallback): its upstream, failures and free regions.
+  StreamOrderedAllocator(std::unique_ptr<Allocator> allocator, BfcAllocator* bfc,
+                         CudaDriver* driver, int device);
   // Destroys the events it holds; the BFC allocator returns its memory.
   ~StreamOrderedAllocator();
 
@@ -44,6 +46,7 @@ class StreamOrderedAllocator {
   // `stream`) or a pointer the allocator does not own.
   absl::Status Free(void* ptr, CUstream stream);
 
+  Allocator& allocator() { return *allocator_; }
   BfcAllocator& bfc() { return *bfc_; }
   int device() const { return device_; }
   int64_t events_recorded() const;
@@ -62,7 +65,8 @@ class StreamOrderedAllocator {
   absl::StatusOr<CUevent> TakeEvent();
   std::shared_ptr<CUevent> Share(CUevent event);
 
-  const std::unique_ptr<BfcAllocator> bfc_;
+  const std::unique_ptr<Allocator> allocator_;
+  BfcAllocator* const bfc_;
   CudaDriver* const driver_;
   const int device_;
   mutable std::mutex mutex_;
