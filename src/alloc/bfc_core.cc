@@ -85,6 +85,11 @@ void* BfcCore::Allocate(uint64_t bytes, uint64_t alignment,
     if (void* ptr = GrowAndFind(bytes, rounded, alignment, freed_before, pool))
       return ptr;
   }
+  if (DecommitHolesWhenShort(pool)) {
+    ++stats_.num_alloc_retries;
+    if (void* ptr = GrowAndFind(bytes, rounded, alignment, freed_before, pool))
+      return ptr;
+  }
   RecordFailure(bytes, rounded, alignment, freed_before);
   return nullptr;
 }

@@ -284,6 +284,10 @@ class alignas(64) BfcCore {
   // growing. nullptr when the request is left to growth.
   void* ReuseDecommitted(uint64_t bytes, uint64_t rounded, uint64_t alignment,
                          uint64_t freed_before, int pool);
+  // When a request would fail and the policy keeps holes while memory lasts
+  // (decommit:on_pressure): decommits every free granule of the pool; true
+  // if any went back, so that growth may be tried again.
+  bool DecommitHolesWhenShort(int pool);
   // The bytes growth adds for `rounded` bytes: what the free tail lacks.
   uint64_t ExtensionBytes(uint64_t rounded, int pool) const;
   // Decommits whole granules inside the pool's free chunks (not a region's

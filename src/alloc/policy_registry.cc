@@ -29,7 +29,9 @@ const NamedRegistry<RegisteredPolicy>& Registry() {
       {
           {{"tight",
             "best fit, always split, grow by what is lacking (tensormem's own)",
-            ""},
+            "decommit (hold_peak: give free granules back before growing past "
+            "the high-water mark; on_pressure: only when memory is short)",
+            {"decommit:on_pressure"}},
            internal::MakeTightPolicy},
           {{"tf", "TensorFlow's BFC allocator, decision for decision", ""},
            internal::MakeTfPolicy},
@@ -47,8 +49,9 @@ const NamedRegistry<RegisteredPolicy>& Registry() {
             "learns a repeating loop and serves it from an offline plan; tight "
             "for the rest (planned_allocator.h)",
             "planning (background: on a thread of its own; inline: when due, "
-            "on the allocating thread, the same in every run)",
-            {"planning:inline"}},
+            "on the allocating thread, the same in every run), decommit (as "
+            "tight's)",
+            {"planning:inline", "decommit:on_pressure"}},
            internal::MakePlannedPolicy},
       },
       [](const RegisteredPolicy& policy) { return policy.info.name; });

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "alloc/bfc_test_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tensormem/alloc/bfc_allocator.h"
 #include "tensormem/alloc/fault_injecting_sub_allocator.h"
@@ -21,13 +22,14 @@ using testing::QuietOptions;
 
 std::unique_ptr<BfcAllocator> MakeOver(std::unique_ptr<SubAllocator> upstream,
                                        std::string_view policy_name,
-                                       uint64_t limit = kGiB) {
+                                       uint64_t limit = kGiB,
+                                       std::string_view config = "") {
   PolicyEnvironment environment;
   environment.memory_limit = limit;
   environment.allow_growth = true;
   environment.upstream_coalesces = upstream->SupportsCoalescing();
   absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
-      CreatePolicy(policy_name, environment, "");
+      CreatePolicy(policy_name, environment, config);
   EXPECT_TRUE(policy.ok()) << policy.status();
   return std::make_unique<BfcAllocator>(std::move(upstream), limit,
                                         QuietOptions(/*allow_growth=*/true),
@@ -95,6 +97,46 @@ TEST(BfcDecommit, HolesGoBackBeforeThePoolGrows) {
   EXPECT_EQ(PoolBytes(*allocator), 0u);
   EXPECT_EQ(simulated->bytes_in_use(), 0u);
   EXPECT_TRUE(allocator->CheckInvariants().ok());
+}
+
+// decommit:on_pressure keeps holes while memory lasts (on a GPU each
+// decommit waits for the device) and gives them back when it runs short.
+TEST(BfcDecommit, OnPressureHolesGoBackOnlyWhenMemoryIsShort) {
+  auto upstream =
+      std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true);
+  SimulatedSubAllocator* simulated = upstream.get();
+  auto allocator =
+      MakeOver(std::move(upstream), "tight", 14 * kMiB, "decommit:on_pressure");
+  HoleScenario scenario(*allocator);
+  ASSERT_NE(scenario.third, nullptr);
+  EXPECT_EQ(PoolBytes(*allocator), 12 * kMiB);  // the hole kept
+  EXPECT_EQ(DecommittedBytes(*allocator), 0u);
+  // Growing by 6 MiB would pass the 14 MiB limit: the hole goes back first.
+  void* fourth = allocator->Allocate(6 * kMiB);
+  ASSERT_NE(fourth, nullptr) << allocator->LastFailureReport();
+  EXPECT_EQ(PoolBytes(*allocator), 14 * kMiB);
+  EXPECT_EQ(simulated->bytes_in_use(), 14 * kMiB);
+  ASSERT_TRUE(allocator->CheckInvariants().ok())
+      << allocator->CheckInvariants();
+}
+
+TEST(BfcDecommit, TheDecommitKeyIsCheckedAndDescribed) {
+  PolicyEnvironment environment;
+  environment.allow_growth = true;
+  for (std::string_view policy : {"tight", "planned"}) {
+    absl::StatusOr<std::unique_ptr<AllocationPolicy>> made =
+        CreatePolicy(policy, environment, "decommit:on_pressure");
+    ASSERT_TRUE(made.ok()) << made.status();
+    EXPECT_FALSE((*made)->DecommitsToHoldPeak());
+    EXPECT_THAT((*made)->Describe(),
+                ::testing::HasSubstr("decommit on_pressure"));
+    made = CreatePolicy(policy, environment, "");
+    EXPECT_TRUE((*made)->DecommitsToHoldPeak());
+    made = CreatePolicy(policy, environment, "decommit:never");
+    EXPECT_THAT(std::string(made.status().message()),
+                ::testing::HasSubstr("accepted: hold_peak, on_pressure"));
+  }
+  EXPECT_FALSE(CreatePolicy("tight", environment, "planning:inline").ok());
 }
 
 TEST(BfcDecommit, AOneGranuleHoleStays) {

@@ -75,10 +75,10 @@ def build_gpt2_small(torch, batch):
 MODELS = {"resnet50": (build_resnet50, 64), "gpt2-small": (build_gpt2_small, 8)}
 
 
-def enable_tensormem(policy, sub_allocator):
+def enable_tensormem(policy, config, sub_allocator):
     from tensormem_torch.cuda import enable_cuda  # noqa: PLC0415
 
-    enable_cuda(policy=policy, sub_allocator=sub_allocator)
+    enable_cuda(policy=policy, config=config, sub_allocator=sub_allocator)
 
 
 def reserved(torch, allocator, result):
@@ -121,7 +121,7 @@ def train(args, result):
         result["error"] = "PyTorch sees no GPU (torch.cuda.is_available() is False)"
         return 77
     if args.allocator == "tensormem":
-        enable_tensormem(args.policy, args.sub_allocator)
+        enable_tensormem(args.policy, args.config, args.sub_allocator)
     start_recording(torch, args.snapshot)
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = False
@@ -177,6 +177,7 @@ def main():
     parser.add_argument("--model", choices=sorted(MODELS), required=True)
     parser.add_argument("--allocator", choices=["pytorch", "tensormem"], required=True)
     parser.add_argument("--policy", default="tight", help="tensormem's policy")
+    parser.add_argument("--config", default="", help="the policy's configuration")
     parser.add_argument("--sub-allocator", default="cuda-vmm", help="tensormem's upstream")
     parser.add_argument("--batch", type=int, default=0, help="0: the model's own")
     parser.add_argument("--steps", type=int, default=20)
@@ -189,6 +190,7 @@ def main():
         parser.error("--snapshot records PyTorch's own allocator (--allocator pytorch)")
     result = {"model": args.model, "allocator": args.allocator,
               "policy": args.policy if args.allocator == "tensormem" else None,
+              "config": args.config if args.allocator == "tensormem" else None,
               "sub_allocator": args.sub_allocator if args.allocator == "tensormem" else None}
     try:
         code = train(args, result)

@@ -156,6 +156,11 @@ class AllocationPolicy {
   // a range when that costs less than extending the last region. The pool
   // then follows live bytes instead of keeping every hole it ever had.
   virtual uint64_t DecommitGranule() const { return 0; }
+  // Whether free granules go back whenever growing would raise the
+  // high-water mark (true), or only when memory is short (the release
+  // before failing, ReleaseFreeRegions): on a GPU each decommit waits for
+  // the device and each recommit maps memory again, a cost per step.
+  virtual bool DecommitsToHoldPeak() const { return true; }
   // Whether threads past the first may get pools of their own
   // (BfcAllocator::EnableThreadPools): placements are then the policy's
   // within each thread's pool, not across them.

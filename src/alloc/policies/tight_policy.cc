@@ -18,6 +18,7 @@
 #include "alloc/policies/policies.h"
 #include "tensormem/alloc/bfc_policy.h"
 #include "tensormem/core/checked_math.h"
+#include "tensormem/core/status_macros.h"
 #include "tensormem/core/units.h"
 
 namespace tensormem::internal {
@@ -25,8 +26,10 @@ namespace {
 
 class TightPolicy final : public AllocationPolicy {
  public:
-  TightPolicy(const PolicyEnvironment& environment, LoopPlanning loops)
+  TightPolicy(const PolicyEnvironment& environment, LoopPlanning loops,
+              bool decommit_to_hold_peak)
       : loops_(loops),
+        decommit_to_hold_peak_(decommit_to_hold_peak),
         allow_growth_(environment.allow_growth),
         memory_limit_(environment.memory_limit),
         granule_(environment.granule) {}
@@ -35,6 +38,7 @@ class TightPolicy final : public AllocationPolicy {
     std::string name = loops_ == LoopPlanning::kNone ? "tight" : "planned";
     std::vector<std::string> settings;
     if (loops_ == LoopPlanning::kInline) settings.push_back("planning inline");
+    if (!decommit_to_hold_peak_) settings.push_back("decommit on_pressure");
     if (granule_ != PolicyEnvironment{}.granule)
       settings.push_back(absl::StrCat("granule ", HumanBytes(granule_)));
     if (settings.empty()) return name;
@@ -74,6 +78,8 @@ class TightPolicy final : public AllocationPolicy {
     return allow_growth_ ? granule_ : 0;
   }
 
+  bool DecommitsToHoldPeak() const override { return decommit_to_hold_peak_; }
+
   uint64_t RegionBytes(const GrowthRequest& request) override {
     const uint64_t lacking = Lacking(request);
     // Without growth the one region is the whole limit.
@@ -101,6 +107,7 @@ class TightPolicy final : public AllocationPolicy {
   }
 
   const LoopPlanning loops_;
+  const bool decommit_to_hold_peak_;
   const bool allow_growth_;
   const uint64_t memory_limit_;
   const uint64_t granule_;
@@ -116,39 +123,79 @@ absl::Status CheckGranule(const PolicyEnvironment& environment) {
   return absl::OkStatus();
 }
 
+// The configuration `tight` and `planned` share: when free granules go back.
+struct TightConfig {
+  AllocationPolicy::LoopPlanning planning =
+      AllocationPolicy::LoopPlanning::kBackground;
+  bool decommit_to_hold_peak = true;
+};
+
+absl::Status ParseDecommit(const ConfigEntry& entry, TightConfig& config) {
+  if (entry.value != "hold_peak" && entry.value != "on_pressure") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("decommit: '", entry.value,
+                     "' is not valid (accepted: hold_peak, on_pressure)"));
+  }
+  config.decommit_to_hold_peak = entry.value == "hold_peak";
+  return absl::OkStatus();
+}
+
+absl::Status ParsePlanning(const ConfigEntry& entry, TightConfig& config) {
+  using LoopPlanning = AllocationPolicy::LoopPlanning;
+  if (entry.value != "background" && entry.value != "inline") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("planning: '", entry.value,
+                     "' is not valid (accepted: background, inline)"));
+  }
+  config.planning = entry.value == "inline" ? LoopPlanning::kInline
+                                            : LoopPlanning::kBackground;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TightConfig> ParseTightConfig(
+    std::string_view policy, const std::vector<ConfigEntry>& entries) {
+  const bool plans = policy == "planned";
+  TightConfig config;
+  for (const ConfigEntry& entry : entries) {
+    absl::Status parsed;
+    if (entry.key == "decommit") {
+      parsed = ParseDecommit(entry, config);
+    } else if (plans && entry.key == "planning") {
+      parsed = ParsePlanning(entry, config);
+    } else {
+      return UnknownConfigKey(policy, entry.key,
+                              plans ? "planning, decommit" : "decommit");
+    }
+    if (!parsed.ok()) return parsed;
+  }
+  return config;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakeTightPolicy(
     const PolicyEnvironment& environment,
-    const std::vector<ConfigEntry>& config) {
-  if (!config.empty()) return UnknownConfigKey("tight", config.front().key, "");
+    const std::vector<ConfigEntry>& entries) {
+  TM_ASSIGN_OR_RETURN(const TightConfig config,
+                      ParseTightConfig("tight", entries));
   if (absl::Status granule = CheckGranule(environment); !granule.ok())
     return granule;
   return std::make_unique<TightPolicy>(environment,
-                                       AllocationPolicy::LoopPlanning::kNone);
+                                       AllocationPolicy::LoopPlanning::kNone,
+                                       config.decommit_to_hold_peak);
 }
 
 // `planned` places what no plan serves as `tight` does: the planned
 // allocator's fallback must never hold more than `tight` would.
 absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakePlannedPolicy(
     const PolicyEnvironment& environment,
-    const std::vector<ConfigEntry>& config) {
-  using LoopPlanning = AllocationPolicy::LoopPlanning;
-  LoopPlanning planning = LoopPlanning::kBackground;
-  for (const ConfigEntry& entry : config) {
-    if (entry.key != "planning")
-      return UnknownConfigKey("planned", entry.key, "planning");
-    if (entry.value != "background" && entry.value != "inline") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("planning: '", entry.value,
-                       "' is not valid (accepted: background, inline)"));
-    }
-    planning = entry.value == "inline" ? LoopPlanning::kInline
-                                       : LoopPlanning::kBackground;
-  }
+    const std::vector<ConfigEntry>& entries) {
+  TM_ASSIGN_OR_RETURN(const TightConfig config,
+                      ParseTightConfig("planned", entries));
   if (absl::Status granule = CheckGranule(environment); !granule.ok())
     return granule;
-  return std::make_unique<TightPolicy>(environment, planning);
+  return std::make_unique<TightPolicy>(environment, config.planning,
+                                       config.decommit_to_hold_peak);
 }
 
 }  // namespace tensormem::internal
