@@ -253,10 +253,11 @@ bool CudaVmmSubAllocator::CheckChange(uintptr_t start, uint64_t size,
   if (CanChange(start, size, mapped)) return true;
   ReportFailedFree(
       CUDA_ERROR_INVALID_VALUE,
-      absl::StrCat(mapped ? "decommit" : "recommit", " of ",
-                   DescribeBytes(size), " at offset ", start - base_,
-                   ": not whole granules of adjacent regions with every granule ",
-                   mapped ? "mapped" : "decommitted"));
+      absl::StrCat(
+          mapped ? "decommit" : "recommit", " of ", DescribeBytes(size),
+          " at offset ", start - base_,
+          ": not whole granules of adjacent regions with every granule ",
+          mapped ? "mapped" : "decommitted"));
   return false;
 }
 

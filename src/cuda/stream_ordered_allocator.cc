@@ -85,7 +85,8 @@ void* StreamOrderedAllocator::Allocate(size_t bytes, CUstream stream) {
   void* block = allocator_->Allocate(bytes, /*alignment=*/256);
   if (block == nullptr) return nullptr;
   const uintptr_t start = reinterpret_cast<uintptr_t>(block);
-  const uintptr_t end = start + allocator_->AllocatedSize(block).value_or(bytes);
+  const uintptr_t end =
+      start + allocator_->AllocatedSize(block).value_or(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   std::set<CUevent> waited;
   auto it = pending_.lower_bound(start);
@@ -102,7 +103,8 @@ void* StreamOrderedAllocator::Allocate(size_t bytes, CUstream stream) {
     }
     if (!status.ok()) {
       last_error_ = status;
-      allocator_->Deallocate(block);  // never hand out memory another stream uses
+      allocator_->Deallocate(
+          block);  // never hand out memory another stream uses
       return nullptr;
     }
     ++cross_stream_waits_;

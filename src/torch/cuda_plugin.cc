@@ -174,7 +174,8 @@ nlohmann::json CudaPlugin::StatsJson() const {
   for (size_t device = 0; device < devices_.size(); ++device) {
     if (devices_[device] == nullptr) continue;
     StreamOrderedAllocator& allocator = *devices_[device];
-    nlohmann::json stats = AllocatorStatsToJson(*allocator.allocator().GetStats());
+    nlohmann::json stats =
+        AllocatorStatsToJson(*allocator.allocator().GetStats());
     stats["failed_allocs"] = failed_allocs_[device];
     stats["events_recorded"] = allocator.events_recorded();
     stats["cross_stream_waits"] = allocator.cross_stream_waits();

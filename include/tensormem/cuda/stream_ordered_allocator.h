@@ -33,8 +33,8 @@ class StreamOrderedAllocator {
  public:
   // `bfc` is `allocator` itself or the BFC allocator it serves from (the
   // planned policy's fallback): its upstream, failures and free regions.
-  StreamOrderedAllocator(std::unique_ptr<Allocator> allocator, BfcAllocator* bfc,
-                         CudaDriver* driver, int device);
+  StreamOrderedAllocator(std::unique_ptr<Allocator> allocator,
+                         BfcAllocator* bfc, CudaDriver* driver, int device);
   // Destroys the events it holds; the BFC allocator returns its memory.
   ~StreamOrderedAllocator();
 
