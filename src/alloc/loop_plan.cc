@@ -301,9 +301,13 @@ absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
                     lifetime.freed_next < lifetime.allocated;
     request.in_arena = lifetime.freed >= 0 || request.wraps;
     (request.in_arena ? arena_total : outliving) += request.request.value;
-    if (!request.in_arena) continue;
-    request.bytes = (request.request.value + kArenaGranularity - 1) /
-                    kArenaGranularity * kArenaGranularity;
+    const uint64_t rounded = (request.request.value + kArenaGranularity - 1) /
+                             kArenaGranularity * kArenaGranularity;
+    if (!request.in_arena) {
+      plan.outliving_bytes += rounded;
+      continue;
+    }
+    request.bytes = rounded;
     plan.arena_alignment =
         std::max<uint64_t>(plan.arena_alignment, request.request.alignment);
     buffer_of[j] = set.buffers.size();

@@ -101,6 +101,10 @@ struct LoopPlan {
   uint32_t arena_frees = 0;  // frees of arena blocks within an iteration
   std::vector<uint32_t> free_order;  // by free rank: the request freed
   uint64_t peak_arena_live = 0;      // lower bound of arena_bytes
+  // The requests of an iteration that outlive it (left to the fallback),
+  // each rounded up to 256 bytes: a new one may be made before the last
+  // iteration's is freed (an output bound again to the same variable).
+  uint64_t outliving_bytes = 0;
   // The distinct offsets of arena blocks, numbered: at most one live block
   // starts at each, so a free finds its block by one lookup.
   absl::flat_hash_map<uint64_t, uint32_t> slot_of_offset;

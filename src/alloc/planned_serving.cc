@@ -237,10 +237,12 @@ bool PlannedServing::TakeOver(std::shared_ptr<const LoopPlan> plan) {
   // What the iterations before held goes back first (free memory is split
   // by blocks that outlive them, and by holes the fallback gave back), so
   // the arena takes one stretch. No new high-water mark beyond the
-  // allowance for an arena whose plan may not hold.
+  // allowance for an arena whose plan may not hold, counting room beside it
+  // for the fallback to make each block that outlives an iteration once
+  // more before the last one is freed.
   fallback_.TrimFreeMemory();
   const AllocatorStats stats = *fallback_.GetStats();
-  if (stats.pool_bytes + plan->arena_bytes >
+  if (stats.pool_bytes + plan->arena_bytes + plan->outliving_bytes >
       stats.peak_pool_bytes + growth_allowance_) {
     return false;
   }

@@ -94,6 +94,41 @@ TEST(PlannedAllocatorTest, SteadyStateHoldsNoMoreThanTight) {
   EXPECT_EQ(planned_stats.num_allocs, tight_stats.num_allocs);
 }
 
+// A step's output kept until the next step's output replaces it (a Python
+// variable bound again: the new block is made before the old one is freed)
+// outlives its iteration, so the fallback serves it. Taking over must leave
+// room for two of them beside the arena, or not take over at all: measured
+// on a real GPT-2 training loop, the plan held 1.09x live where tight held
+// 1.003x.
+TEST(PlannedAllocatorTest, AnOutputKeptIntoTheNextStepNeverCostsMoreThanTight) {
+  constexpr int kLayers = 24;
+  constexpr uint64_t kOutput = 48 * kMiB;
+  auto run = [&](Allocator& allocator) {
+    LoopDriver driver(allocator);
+    for (int w = 0; w < 4; ++w) driver.Allocate(-1 - w, 24 * kMiB);
+    for (int step = 0; step < 10; ++step) {
+      std::vector<LoopCall> calls = TrainingStep(kLayers, 7, 16 * kMiB, 0);
+      // Made half-way through the backward pass, past the arena's peak.
+      const auto half_backward = calls.begin() + 4 * kLayers;
+      calls.insert(half_backward,
+                   {{true, 1000 + step, kOutput}, {false, 1000 + step - 1, 0}});
+      driver.Run(calls);
+    }
+    return *allocator.GetStats();
+  };
+  BuiltAllocator planned = Build("planned", "planning:inline");
+  BuiltAllocator tight = Build("tight");
+  const AllocatorStats planned_stats = run(*planned.allocator);
+  const AllocatorStats tight_stats = run(*tight.allocator);
+  EXPECT_LE(planned_stats.peak_pool_bytes,
+            tight_stats.peak_pool_bytes + 2 * kMiB);
+  if (planned_stats.steady_peak_pool_bytes) {
+    EXPECT_LE(*planned_stats.steady_peak_pool_bytes,
+              tight_stats.peak_pool_bytes + 2 * kMiB);
+  }
+  EXPECT_TRUE(Planned(planned).fallback().CheckInvariants().ok());
+}
+
 TEST(PlannedAllocatorTest, MarkedIterationsAreTheLoop) {
   BuiltAllocator built = Build("planned", "planning:inline");
   PlannedAllocator& planned = Planned(built);
