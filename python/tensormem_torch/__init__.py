@@ -8,11 +8,12 @@ that the GPU bundle, which ships only the CUDA half, imports this package.
 import importlib
 
 from tensormem_torch.cuda import (  # noqa: F401
-    configure_cuda, cuda_last_error, cuda_stats, empty_cache, enable_cuda)
+    configure_cuda, cuda_last_error, cuda_mark_iteration, cuda_stats, empty_cache, enable_cuda)
 
 _CPU_NAMES = ("dump", "enable", "is_enabled", "library_path", "reset_peak", "stats")
 __all__ = list(_CPU_NAMES) + [
-    "configure_cuda", "cuda_last_error", "cuda_stats", "empty_cache", "enable_cuda"]
+    "configure_cuda", "cuda_last_error", "cuda_mark_iteration", "cuda_stats", "empty_cache",
+    "enable_cuda"]
 
 
 def __getattr__(name):

@@ -28,7 +28,7 @@ import os
 from typing import Any, Dict, Optional
 
 __all__ = ["enable_cuda", "configure_cuda", "cuda_stats", "cuda_last_error",
-           "cuda_library_path", "empty_cache"]
+           "cuda_library_path", "cuda_mark_iteration", "empty_cache"]
 
 _LIBRARY_NAME = "libtensormem_cuda_torch.so"
 _library: Optional[ctypes.CDLL] = None
@@ -66,6 +66,7 @@ def _load() -> ctypes.CDLL:
         library.tensormem_cuda_free.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
                                                 ctypes.c_void_p]
         library.tensormem_cuda_empty_cache.restype = ctypes.c_uint64
+        library.tensormem_cuda_mark_iteration.restype = ctypes.c_int
         _library = library
     return _library
 
@@ -109,6 +110,15 @@ def cuda_stats() -> Dict[str, Any]:
     """Per-device statistics: TensorFlow-named counters plus stream waits."""
     text = _take_string(_load().tensormem_cuda_stats_json())
     return json.loads(text) if text else {"devices": {}}
+
+
+def cuda_mark_iteration() -> None:
+    """Marks the start of a training step or inference request: under the
+    planned policy (policy="planned"), the steps between marks are the loop it
+    learns and serves from a plan; other policies ignore it."""
+    if _load().tensormem_cuda_mark_iteration() != 0:
+        raise RuntimeError("tensormem: the CUDA plug-in is not configured: call "
+                           "enable_cuda() first")
 
 
 def empty_cache() -> int:

@@ -149,6 +149,15 @@ TENSORMEM_EXPORT uint64_t tensormem_cuda_empty_cache() {
   return plugin == nullptr ? 0 : plugin->EmptyCache();
 }
 
+// An iteration of the program's loop begins (the planned policy learns the
+// loop from these marks); -1 before the plug-in is configured.
+TENSORMEM_EXPORT int tensormem_cuda_mark_iteration() {
+  tensormem::CudaPlugin* plugin = tensormem::g_plugin.load();
+  if (plugin == nullptr) return -1;
+  plugin->MarkIteration();
+  return 0;
+}
+
 // Writes the report and completes the trace now (also done at exit).
 TENSORMEM_EXPORT int tensormem_cuda_finish() {
   tensormem::CudaPlugin* plugin = tensormem::g_plugin.load();

@@ -198,6 +198,13 @@ uint64_t CudaPlugin::EmptyCache() {
   return released;
 }
 
+void CudaPlugin::MarkIteration() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const std::unique_ptr<StreamOrderedAllocator>& allocator : devices_) {
+    if (allocator != nullptr) allocator->allocator().MarkIteration();
+  }
+}
+
 absl::Status CudaPlugin::Finish() {
   if (!options_.report_path.empty()) {
     std::ofstream report(options_.report_path);

@@ -66,6 +66,9 @@ class CudaPlugin {
   // holes' granules) back to the driver, as torch.cuda.empty_cache would;
   // returns the bytes given back.
   uint64_t EmptyCache();
+  // An iteration of the program's loop begins, on every device
+  // (Allocator::MarkIteration: the planned policy's loop marks).
+  void MarkIteration();
   // Writes the report (report_path) and completes the trace.
   absl::Status Finish();
   const PluginOptions& options() const { return options_; }

@@ -69,7 +69,13 @@ TEST_F(CudaPluginTest, EveryPolicyServesDeviceMemory) {
 
 // The planned policy's allocator wraps a BFC allocator: the plug-in serves
 // from the whole of it (its arena blocks included) and reports its stats.
-TEST_F(CudaPluginTest, PlannedServesALoopFromItsPlan) {
+// With marks (tensormem_torch.cuda_mark_iteration), the steps between them are
+// the loop.
+class PlannedPluginTest : public CudaTest,
+                          public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PlannedPluginTest, ServesALoopFromItsPlan) {
+  const bool marked = GetParam();
   absl::StatusOr<PluginOptions> options =
       Options({{"TENSORMEM_POLICY", "planned"}},
               R"({"memory_limit": "256MiB", "config": "planning:inline"})");
@@ -78,6 +84,7 @@ TEST_F(CudaPluginTest, PlannedServesALoopFromItsPlan) {
   ASSERT_TRUE(plugin.ok()) << plugin.status();
   const size_t sizes[] = {3 * kMiB, 1 * kMiB, 5 * kMiB, 2 * kMiB};
   for (int step = 0; step < 12; ++step) {
+    if (marked) (*plugin)->MarkIteration();
     std::vector<void*> blocks;
     for (size_t bytes : sizes) {
       blocks.push_back((*plugin)->Malloc(bytes, 0, nullptr));
@@ -91,6 +98,8 @@ TEST_F(CudaPluginTest, PlannedServesALoopFromItsPlan) {
   EXPECT_TRUE(stats.contains("steady_peak_pool_bytes")) << stats.dump();
   EXPECT_EQ(stats["bytes_in_use"], 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(FoundOrMarked, PlannedPluginTest, ::testing::Bool());
 
 }  // namespace
 }  // namespace tensormem

@@ -141,7 +141,12 @@ def train(args, result):
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     loss_function = torch.nn.CrossEntropyLoss()
     step_seconds = []
+    mark = None
+    if args.mark_iterations and args.allocator == "tensormem":
+        from tensormem_torch.cuda import cuda_mark_iteration as mark  # noqa: PLC0415
     for _ in range(args.warmup + args.steps):
+        if mark is not None:
+            mark()
         torch.cuda.synchronize()
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
@@ -183,6 +188,8 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--bf16", action="store_true", help="autocast to bfloat16")
+    parser.add_argument("--mark-iterations", action="store_true",
+                        help="mark each step for the planned policy")
     parser.add_argument("--snapshot", default="", help="record PyTorch's allocator here")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
@@ -191,6 +198,7 @@ def main():
     result = {"model": args.model, "allocator": args.allocator,
               "policy": args.policy if args.allocator == "tensormem" else None,
               "config": args.config if args.allocator == "tensormem" else None,
+              "marked": args.mark_iterations and args.allocator == "tensormem",
               "sub_allocator": args.sub_allocator if args.allocator == "tensormem" else None}
     try:
         code = train(args, result)
