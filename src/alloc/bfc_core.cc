@@ -22,6 +22,8 @@ BfcCore::BfcCore(SubAllocator* upstream, const Config& config,
       releases_before_growth_(policy_->ReleasesBeforeGrowth()),
       requests_(policy_->NumPools(), 0),
       decommit_granule_(ChooseDecommitGranule()),
+      decommit_to_hold_peak_(policy_->DecommitsToHoldPeak().value_or(
+          !upstream->DecommitWaitsForDevice())),
       separates_streams_(policy_->SeparatesStreams()),
       pools_per_stream_(policy_->NumPools()),
       inline_(policy_->Inline()) {

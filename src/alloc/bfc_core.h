@@ -357,6 +357,9 @@ class alignas(64) BfcCore {
   // The free chunk holding the memory the last growth added.
   ChunkHandle grown_chunk_ = kInvalidChunk;
   const uint64_t decommit_granule_;
+  // Holes go back whenever growth would raise the high-water mark, or only
+  // when a request would fail (AllocationPolicy::DecommitsToHoldPeak).
+  const bool decommit_to_hold_peak_;
   uint64_t decommitted_bytes_ = 0;  // in decommitted chunks
   // Few (the holes of one pool), scanned whole by each recommit: a vector.
   std::vector<ChunkHandle> decommitted_chunks_;

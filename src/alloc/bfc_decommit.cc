@@ -42,7 +42,7 @@ void* BfcCore::ReuseDecommitted(uint64_t bytes, uint64_t rounded,
   // the pool's high-water mark, the figure decommitting is for.
   const uint64_t after_growth =
       stats_.pool_bytes + ExtensionBytes(rounded, pool);
-  if (after_growth > stats_.peak_pool_bytes && policy_->DecommitsToHoldPeak())
+  if (after_growth > stats_.peak_pool_bytes && decommit_to_hold_peak_)
     DecommitFreeGranules(pool, after_growth - stats_.peak_pool_bytes);
   if (decommitted_bytes_ == 0 || alignment != bfc::kMinAllocationSize)
     return nullptr;
@@ -97,7 +97,7 @@ bool BfcCore::DecommitAllFreeGranules() {
 }
 
 bool BfcCore::DecommitHolesWhenShort(int pool) {
-  if (decommit_granule_ == 0 || policy_->DecommitsToHoldPeak()) return false;
+  if (decommit_granule_ == 0 || decommit_to_hold_peak_) return false;
   const uint64_t before = decommitted_bytes_;
   DecommitFreeGranules(pool, UINT64_MAX);
   return decommitted_bytes_ > before;

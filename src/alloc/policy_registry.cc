@@ -30,7 +30,8 @@ const NamedRegistry<RegisteredPolicy>& Registry() {
           {{"tight",
             "best fit, always split, grow by what is lacking (tensormem's own)",
             "decommit (hold_peak: give free granules back before growing past "
-            "the high-water mark; on_pressure: only when memory is short)",
+            "the high-water mark; on_pressure: only when memory is short; "
+            "unset: on_pressure where a decommit drains a GPU)",
             {"decommit:on_pressure"}},
            internal::MakeTightPolicy},
           {{"tf", "TensorFlow's BFC allocator, decision for decision", ""},

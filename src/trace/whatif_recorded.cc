@@ -116,8 +116,9 @@ std::vector<std::string> AdviceLines(const WhatIfResult& result,
   }
   if (advice.tight) {
     lines.push_back(
-        absl::StrCat("tensormem's tight through the CUDA plug-in "
-                     "(tensormem_torch.enable_cuda(), docs/cuda.md): ",
+        absl::StrCat("tensormem's tight through the CUDA plug-in, holes given "
+                     "back as it grows (tensormem_torch.enable_cuda(config="
+                     "\"decommit:hold_peak\"), docs/cuda.md): ",
                      SavingWords(result, *advice.tight, baseline), "."));
   } else if (std::any_of(result.rows.begin(), result.rows.end(),
                          [](const WhatIfRow& row) {

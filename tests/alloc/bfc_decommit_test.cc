@@ -127,16 +127,56 @@ TEST(BfcDecommit, TheDecommitKeyIsCheckedAndDescribed) {
     absl::StatusOr<std::unique_ptr<AllocationPolicy>> made =
         CreatePolicy(policy, environment, "decommit:on_pressure");
     ASSERT_TRUE(made.ok()) << made.status();
-    EXPECT_FALSE((*made)->DecommitsToHoldPeak());
+    EXPECT_EQ((*made)->DecommitsToHoldPeak(), false);
     EXPECT_THAT((*made)->Describe(),
                 ::testing::HasSubstr("decommit on_pressure"));
+    made = CreatePolicy(policy, environment, "decommit:hold_peak");
+    EXPECT_EQ((*made)->DecommitsToHoldPeak(), true);
     made = CreatePolicy(policy, environment, "");
-    EXPECT_TRUE((*made)->DecommitsToHoldPeak());
+    EXPECT_EQ((*made)->DecommitsToHoldPeak(), std::nullopt);  // the upstream's
     made = CreatePolicy(policy, environment, "decommit:never");
     EXPECT_THAT(std::string(made.status().message()),
                 ::testing::HasSubstr("accepted: hold_peak, on_pressure"));
   }
   EXPECT_FALSE(CreatePolicy("tight", environment, "planning:inline").ok());
+}
+
+// An upstream whose decommit drains a device (a GPU's) keeps holes unless
+// told to hold the peak.
+class DrainingSimulated final : public SubAllocator {
+ public:
+  void* Alloc(size_t bytes, size_t alignment, size_t* received) override {
+    return memory_.Alloc(bytes, alignment, received);
+  }
+  void Free(void* ptr, size_t bytes) override { memory_.Free(ptr, bytes); }
+  bool SupportsCoalescing() const override { return true; }
+  MemoryKind GetMemoryKind() const override { return memory_.GetMemoryKind(); }
+  std::string Name() const override { return "draining"; }
+  uint64_t DecommitGranularity() const override {
+    return memory_.DecommitGranularity();
+  }
+  bool Decommit(void* ptr, size_t bytes) override {
+    return memory_.Decommit(ptr, bytes);
+  }
+  bool Recommit(void* ptr, size_t bytes) override {
+    return memory_.Recommit(ptr, bytes);
+  }
+  bool DecommitWaitsForDevice() const override { return true; }
+
+ private:
+  SimulatedSubAllocator memory_{kGiB, /*coalescing=*/true};
+};
+
+TEST(BfcDecommit, OverADrainingUpstreamHolesStayUnlessConfigured) {
+  for (std::string_view config : {"", "decommit:hold_peak"}) {
+    SCOPED_TRACE(config);
+    auto allocator =
+        MakeOver(std::make_unique<DrainingSimulated>(), "tight", kGiB, config);
+    HoleScenario scenario(*allocator);
+    ASSERT_NE(scenario.third, nullptr);
+    EXPECT_EQ(PoolBytes(*allocator), config.empty() ? 12 * kMiB : 8 * kMiB);
+    EXPECT_TRUE(allocator->CheckInvariants().ok());
+  }
 }
 
 TEST(BfcDecommit, AOneGranuleHoleStays) {

@@ -137,10 +137,10 @@ for round in $(seq 1 "$rounds"); do
 done
 # The planned policy: the same training served, once it has learnt the
 # loop, from an offline plan (its steady-state peak is in the JSON); each
-# step marked, holes given back only under pressure (docs/cuda.md).
+# step marked.
 for model in $models; do
   train "4-train-$model-planned" --model "$model" --allocator tensormem --policy planned \
-    --config decommit:on_pressure --mark-iterations --out "$out/training/$model.planned.1.json"
+    --mark-iterations --out "$out/training/$model.planned.1.json"
 done
 if [ "$fake" = 1 ]; then not_run 4-plugin-probe "rehearsal: the fake driver runs no kernels"
 elif [ "$torch_state" != 0 ]; then echo "failed 0 no CUDA-enabled PyTorch" >"$out/steps/4-plugin-probe.status"

@@ -157,10 +157,13 @@ class AllocationPolicy {
   // then follows live bytes instead of keeping every hole it ever had.
   virtual uint64_t DecommitGranule() const { return 0; }
   // Whether free granules go back whenever growing would raise the
-  // high-water mark (true), or only when memory is short (the release
-  // before failing, ReleaseFreeRegions): on a GPU each decommit waits for
-  // the device and each recommit maps memory again, a cost per step.
-  virtual bool DecommitsToHoldPeak() const { return true; }
+  // high-water mark (true), or only when memory is short (false: the
+  // release before failing, ReleaseFreeRegions); unset: the first unless
+  // the upstream's decommit waits for the device (on a GPU each decommit
+  // drains the device and each recommit maps memory again, a cost per step).
+  virtual std::optional<bool> DecommitsToHoldPeak() const {
+    return std::nullopt;
+  }
   // Whether threads past the first may get pools of their own
   // (BfcAllocator::EnableThreadPools): placements are then the policy's
   // within each thread's pool, not across them.

@@ -68,6 +68,9 @@ class BudgetedSubAllocator final : public SubAllocator {
     return upstream_->GetMemoryKind();
   }
   std::string Name() const override { return upstream_->Name(); }
+  bool DecommitWaitsForDevice() const override {
+    return upstream_->DecommitWaitsForDevice();
+  }
   uint64_t DecommitGranularity() const override {
     return upstream_->DecommitGranularity();
   }

@@ -51,6 +51,9 @@ class FaultInjectingSubAllocator final : public SubAllocator {
   uint64_t DecommitGranularity() const override {
     return wrapped_->DecommitGranularity();
   }
+  bool DecommitWaitsForDevice() const override {
+    return wrapped_->DecommitWaitsForDevice();
+  }
   bool Decommit(void* ptr, size_t bytes) override ABSL_LOCKS_EXCLUDED(mutex_);
   // Acquires memory, so it counts as an Alloc call and fails like one.
   bool Recommit(void* ptr, size_t bytes) override ABSL_LOCKS_EXCLUDED(mutex_);

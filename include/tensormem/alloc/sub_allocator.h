@@ -62,6 +62,10 @@ class SubAllocator {
   virtual bool Decommit(void* /*ptr*/, size_t /*bytes*/) { return false; }
   // Backs a decommitted range again; false when it cannot (out of memory).
   virtual bool Recommit(void* /*ptr*/, size_t /*bytes*/) { return false; }
+  // Whether a decommit first waits for a device's queued work (a GPU's
+  // unmap): giving holes back then costs time, so policies that do it to
+  // hold the high-water mark do it only under pressure unless configured.
+  virtual bool DecommitWaitsForDevice() const { return false; }
   // Start of the address range regions come from, for reporting offsets
   // (address - base); nullptr when regions come from anywhere.
   virtual const void* BaseAddress() const { return nullptr; }

@@ -60,6 +60,8 @@ class CudaVmmSubAllocator final : public CudaSubAllocatorBase {
   // undoes what it did and returns false; an unmap the driver refuses is
   // reported, and that granule is never handed out again.
   uint64_t DecommitGranularity() const override { return granularity_; }
+  // Unmapping waits for the device (cuCtxSynchronize), kernels may use it.
+  bool DecommitWaitsForDevice() const override { return true; }
   bool Decommit(void* ptr, size_t bytes) override;
   bool Recommit(void* ptr, size_t bytes) override;
   bool SupportsCoalescing() const override { return true; }

@@ -27,7 +27,7 @@ namespace {
 class TightPolicy final : public AllocationPolicy {
  public:
   TightPolicy(const PolicyEnvironment& environment, LoopPlanning loops,
-              bool decommit_to_hold_peak)
+              std::optional<bool> decommit_to_hold_peak)
       : loops_(loops),
         decommit_to_hold_peak_(decommit_to_hold_peak),
         allow_growth_(environment.allow_growth),
@@ -38,7 +38,10 @@ class TightPolicy final : public AllocationPolicy {
     std::string name = loops_ == LoopPlanning::kNone ? "tight" : "planned";
     std::vector<std::string> settings;
     if (loops_ == LoopPlanning::kInline) settings.push_back("planning inline");
-    if (!decommit_to_hold_peak_) settings.push_back("decommit on_pressure");
+    if (decommit_to_hold_peak_.has_value()) {
+      settings.push_back(*decommit_to_hold_peak_ ? "decommit hold_peak"
+                                                 : "decommit on_pressure");
+    }
     if (granule_ != PolicyEnvironment{}.granule)
       settings.push_back(absl::StrCat("granule ", HumanBytes(granule_)));
     if (settings.empty()) return name;
@@ -78,7 +81,9 @@ class TightPolicy final : public AllocationPolicy {
     return allow_growth_ ? granule_ : 0;
   }
 
-  bool DecommitsToHoldPeak() const override { return decommit_to_hold_peak_; }
+  std::optional<bool> DecommitsToHoldPeak() const override {
+    return decommit_to_hold_peak_;
+  }
 
   uint64_t RegionBytes(const GrowthRequest& request) override {
     const uint64_t lacking = Lacking(request);
@@ -107,7 +112,7 @@ class TightPolicy final : public AllocationPolicy {
   }
 
   const LoopPlanning loops_;
-  const bool decommit_to_hold_peak_;
+  const std::optional<bool> decommit_to_hold_peak_;
   const bool allow_growth_;
   const uint64_t memory_limit_;
   const uint64_t granule_;
@@ -127,7 +132,7 @@ absl::Status CheckGranule(const PolicyEnvironment& environment) {
 struct TightConfig {
   AllocationPolicy::LoopPlanning planning =
       AllocationPolicy::LoopPlanning::kBackground;
-  bool decommit_to_hold_peak = true;
+  std::optional<bool> decommit_to_hold_peak;  // unset: the upstream decides
 };
 
 absl::Status ParseDecommit(const ConfigEntry& entry, TightConfig& config) {
