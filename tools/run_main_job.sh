@@ -22,7 +22,7 @@ snapshots=()
 if [ -d ../shared/data/pytorch-snapshots ]; then
   snapshots=(--snapshots ../shared/data/pytorch-snapshots)
 fi
-"$tensormem" bench --corpus data --out out --strategies all,optimal "${snapshots[@]}"
+"$tensormem" bench --corpus data --out out --strategy all,optimal "${snapshots[@]}"
 if "$tensormem" plan data/onnx/resnet50.onnx --strategy naive >/dev/null 2>&1; then
   echo
   echo "ONNX models (data/onnx, activations fused): MiB (ratio to the lower bound)"

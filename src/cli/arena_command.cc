@@ -141,7 +141,7 @@ void Run(ArenaFlags& flags) {
   std::optional<ArenaPlannerKind> kind = ParseArenaPlannerKind(flags.planner);
   if (!kind) {
     Fail(kCommand, 2,
-         absl::StrFormat("--planner '%s': expected greedy or queue",
+         absl::StrFormat("--strategy '%s': expected greedy or queue",
                          flags.planner));
   }
   ArenaPlannerOptions options{
@@ -212,7 +212,7 @@ void AddArenaCommand(CLI::App& app) {
       "Examples:\n"
       "  tensormem arena data/graphs/mobilenet_v2_blocks.json\n"
       "  tensormem arena data/onnx/resnet50.onnx --fuse-activations --json\n"
-      "  tensormem arena data/graphs/mobilenet_v2_blocks.json --planner queue "
+      "  tensormem arena data/graphs/mobilenet_v2_blocks.json --strategy queue "
       "--preserve-inputs --json\n"
       "  tensormem arena data/idealloc/somas_tensors/resnet50.csv "
       "--tensor-alignment 1 --html plan.html");
@@ -221,7 +221,9 @@ void AddArenaCommand(CLI::App& app) {
                    "Graph JSON, buffer set CSV or ONNX model (.onnx)")
       ->required();
   AddModelFlags(*command, flags->model);
-  command->add_option("--planner", flags->planner, "greedy (default) or queue");
+  command->add_option("--strategy", flags->planner,
+                      "greedy (default) or queue");
+  AddFormerName(*command, "--planner", flags->planner);
   command->add_flag(
       "--preserve-inputs", flags->preserve_inputs,
       "queue: never free graph inputs (greedy always keeps them)");

@@ -306,7 +306,7 @@ void AddBenchCommand(CLI::App& app) {
                          "a summary and write OUT/report.html (charts, then "
                          "every workload with its picture).\n"
                          "Example: tensormem bench --corpus data --out out "
-                         "--strategies all,optimal");
+                         "--strategy all,optimal");
   command->add_option("--corpus", flags->corpus,
                       "directory searched recursively (default: data)");
   command->add_option("--out", flags->out,
@@ -314,11 +314,13 @@ void AddBenchCommand(CLI::App& app) {
   command->add_flag("--min-limit,!--no-min-limit", flags->min_limit,
                     "find each trace's minimum no-growth limit (default: on)");
   command
-      ->add_option("--strategies", flags->strategies,
-                   "offset planners for buffer sets (default: greedy_by_size "
-                   "best_fit_multi; 'all': every strategy `plan --strategy "
-                   "all` runs; names may be added to it, e.g. all,optimal)")
+      ->add_option("--strategy", flags->strategies,
+                   "offset planners for buffer sets, separated by ',' "
+                   "(default: greedy_by_size,best_fit_multi; 'all': every "
+                   "strategy `plan --strategy all` runs; names may be added to "
+                   "it, e.g. all,optimal)")
       ->delimiter(',');
+  AddFormerName(*command, "--strategies", flags->strategies)->delimiter(',');
   command->add_option(
       "--max-unestimated-buffers", flags->max_unestimated_buffers,
       "largest set a strategy without a time estimate runs on (default 10000)");

@@ -184,7 +184,7 @@ void AddConvertCommand(CLI::App& app) {
       "log or buffer set by its header, .pickle; each may "
       "end in .gz; .onnx; .json: arena graph) unless given.\n"
       "Examples: tensormem convert tests/data/trace/snapshot_protocol4.pickle "
-      "model.trace.gz --device 0 --json\n"
+      "model.trace.gz --snapshot-device 0 --json\n"
       "          tensormem convert data/onnx/mobilenet_v2.onnx records.csv "
       "--fuse-activations");
   command
@@ -200,10 +200,12 @@ void AddConvertCommand(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "trace", "buffers", "graph"}))
       ->capture_default_str();
   command
-      ->add_option("--device", flags->device,
+      ->add_option("--snapshot-device", flags->device,
                    "PyTorch snapshot: which device's trace")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  AddFormerName(*command, "--device", flags->device)
+      ->check(CLI::NonNegativeNumber);
   command->add_flag(
       "--closed", flags->closed,
       "buffer set output in the closed first_task,last_task convention");

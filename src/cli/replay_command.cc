@@ -24,7 +24,8 @@ struct ReplayFlags {
   std::string trace;
   AllocatorFlags allocator;
   bool min_limit = false;
-  bool offsets = false;
+  bool list_blocks = false;
+  std::optional<int> snapshot_device;  // unset: the allocator's --device
   bool dump = false;
   bool stream_pools = false;
   bool verify = false;
@@ -32,9 +33,9 @@ struct ReplayFlags {
 };
 
 // Per-stream pools from the trace's `stream=` keys (docs/cuda.md).
-StreamPoolsResult SimulateStreams(const std::string& path,
+StreamPoolsResult SimulateStreams(const std::string& path, int device,
                                   const AllocatorSpec& config) {
-  const Trace trace = ReadInput("replay", path, config.device);
+  const Trace trace = ReadInput("replay", path, device);
   absl::StatusOr<StreamPoolsResult> result = SimulateStreamPools(
       trace, [&config] { return CreateReplayTarget(config); });
   if (!result.ok()) {
@@ -124,7 +125,8 @@ void PrintJson(const ReplayFlags& flags, const ReplayOutcome& outcome,
   json["trace"] = flags.trace;
   json["allocator_config"] = outcome.description;
   if (outcome.min_limit) json.update(MinimumLimitToJson(*outcome.min_limit));
-  if (flags.offsets) json["offsets"] = OffsetsJson(outcome.result.allocations);
+  if (flags.list_blocks)
+    json["offsets"] = OffsetsJson(outcome.result.allocations);
   if (outcome.stream_pools) {
     json["stream_pools"] = StreamPoolsToJson(*outcome.stream_pools);
   }
@@ -197,7 +199,7 @@ void PrintText(const ReplayFlags& flags, const ReplayOutcome& outcome,
   if (outcome.stream_pools) PrintStreamPools(*outcome.stream_pools);
   if (outcome.snapshot)
     PrintSnapshot(*outcome.snapshot, outcome.result.metrics);
-  if (flags.offsets) PrintOffsets(outcome.result.allocations);
+  if (flags.list_blocks) PrintOffsets(outcome.result.allocations);
   if (flags.dump) std::printf("\n%s", target.dump().ToText().c_str());
 }
 
@@ -211,7 +213,8 @@ struct LoadedInput {
 LoadedInput Load(const ReplayFlags& flags, AllocatorSpec& spec) {
   constexpr std::string_view kCommand = "replay";
   absl::StatusOr<TraceInput> input = ReadTraceInput(
-      flags.trace, {.format = std::nullopt, .device = spec.device});
+      flags.trace, {.format = std::nullopt,
+                    .device = flags.snapshot_device.value_or(spec.device)});
   if (!input.ok()) Fail(kCommand, kBadInput, input.status().message());
   absl::StatusOr<PreparedTrace> prepared = PreparedTrace::Prepare(input->trace);
   if (!prepared.ok()) {
@@ -256,7 +259,7 @@ AllocatorSpec SpecFor(const ReplayFlags& flags) {
 ReplayOutcome ReplayInput(const ReplayFlags& flags, const LoadedInput& input,
                           const AllocatorSpec& config, ReplayTarget& target) {
   constexpr std::string_view kCommand = "replay";
-  const ReplayOptions options{.record_offsets = flags.offsets,
+  const ReplayOptions options{.record_offsets = flags.list_blocks,
                               .max_failure_reports = 0};
   absl::StatusOr<ReplayResult> result;
   std::optional<SnapshotComparison> snapshot;
@@ -304,7 +307,8 @@ void Run(const ReplayFlags& flags) {
     outcome.min_limit = *found;
   }
   if (flags.stream_pools) {
-    outcome.stream_pools = SimulateStreams(flags.trace, config);
+    outcome.stream_pools = SimulateStreams(
+        flags.trace, flags.snapshot_device.value_or(config.device), config);
   }
   if (flags.json) {
     PrintJson(flags, outcome, target);
@@ -338,8 +342,14 @@ void AddReplayCommand(CLI::App& app) {
       "(256 B precision: bisection, then an exact scan below its answer when "
       "affordable; the output says which)");
   command->add_flag(
-      "--offsets", flags->offsets,
+      "--list-blocks", flags->list_blocks,
       "list every allocation: id, offset (address - base), allocated bytes");
+  AddFormerName(*command, "--offsets", flags->list_blocks);
+  command
+      ->add_option("--snapshot-device", flags->snapshot_device,
+                   "PyTorch snapshot: which device's events (default: "
+                   "--device's)")
+      ->check(CLI::NonNegativeNumber);
   command->add_flag("--dump", flags->dump,
                     "print the final memory map (regions, chunks, bins)");
   command->add_flag("--stream-pools", flags->stream_pools,

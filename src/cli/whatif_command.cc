@@ -141,8 +141,10 @@ void AddWhatIfCommand(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingFile);
   command
-      ->add_option("--device", flags->device,
+      ->add_option("--snapshot-device", flags->device,
                    "PyTorch snapshot: which device's events (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  AddFormerName(*command, "--device", flags->device)
       ->check(CLI::NonNegativeNumber);
   command->add_option("--policies", flags->policies,
                       "candidates separated by ';' (default: \"" +

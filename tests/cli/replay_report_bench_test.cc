@@ -95,7 +95,7 @@ TEST(ReplayCliTest, ReadsAPytorchSnapshotLikeItsConvertedTrace) {
 TEST(ReplayCliTest, OffsetsFollowTensorFlowsDecisions) {
   const nlohmann::json json = RunJson(
       std::string("replay ") + kData +
-      "tf_600k.trace --policy tf --no-growth --memory-limit 1M --offsets "
+      "tf_600k.trace --policy tf --no-growth --memory-limit 1M --list-blocks "
       "--json");
   EXPECT_EQ(json["failed_allocs"], 1);
   ASSERT_EQ(json["offsets"].size(), 2u);
@@ -264,7 +264,7 @@ TEST(BenchCliTest, CorpusTableAndReport) {
   const std::string out = FreshDirectory("bench");
   const nlohmann::json json =
       RunJson(std::string("bench --corpus ") + kData + "corpus --out " + out +
-              " --strategies all,optimal --json");
+              " --strategy all,optimal --json");
   ASSERT_EQ(json["workloads"].size(), 2u);
   const nlohmann::json& set = json["workloads"][0];  // placed.csv sorts first
   EXPECT_EQ(set["kind"], "buffer set");

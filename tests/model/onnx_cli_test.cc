@@ -47,7 +47,7 @@ TEST(OnnxCliTest, PlanPlansTheIntermediates) {
 
 TEST(OnnxCliTest, ArenaPlansTheGraph) {
   const nlohmann::json json = RunJson(
-      "arena data/onnx/resnet50.onnx --fuse-activations --planner queue "
+      "arena data/onnx/resnet50.onnx --fuse-activations --strategy queue "
       "--json");
   EXPECT_EQ(json["model"]["intermediates"], 73);
   EXPECT_GE(json["high_water_mark"].get<uint64_t>(),
@@ -86,10 +86,10 @@ TEST(OnnxCliTest, ConvertedGraphPlansLikeTheModel) {
     SCOPED_TRACE(planner);
     const nlohmann::json from_model =
         RunJson(std::string("arena data/onnx/inception_v3.onnx "
-                            "--fuse-activations --json --planner ") +
+                            "--fuse-activations --json --strategy ") +
                 planner);
     const nlohmann::json from_graph =
-        RunJson("arena " + graph + " --json --planner " + planner);
+        RunJson("arena " + graph + " --json --strategy " + planner);
     EXPECT_EQ(from_model["high_water_mark"], from_graph["high_water_mark"]);
     EXPECT_EQ(from_model["offsets"], from_graph["offsets"]);
   }

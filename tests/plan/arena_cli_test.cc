@@ -37,7 +37,7 @@ TEST(ArenaCliTest, GreedyJsonHasTheTfliteOffsets) {
 
 TEST(ArenaCliTest, QueuePlannerAddsTwoArenaAlignmentsToTheBuffer) {
   const nlohmann::json json = RunJson(std::string(kData) +
-                                      "simple_graph.json --planner queue "
+                                      "simple_graph.json --strategy queue "
                                       "--tensor-alignment 4");
   EXPECT_EQ(json["high_water_mark"], 58);
   EXPECT_EQ(json["buffer_bytes"], 58 + 128);
@@ -86,8 +86,8 @@ TEST(ArenaCliTest, ErrorsGoToStderrWithExitCodes) {
       {std::string(kData) + "bad_unknown_tensor.json", 1,
        "nodes[1].inputs[1] = 7: no such tensor"},
       {std::string(kData) + "bad_syntax.json", 1, "not valid JSON"},
-      {std::string(kData) + "simple_graph.json --planner best", 2,
-       "--planner 'best'"},
+      {std::string(kData) + "simple_graph.json --strategy best", 2,
+       "--strategy 'best'"},
       {std::string(kData) + "simple_graph.json --tensor-alignment 3", 2,
        "must be a power of two"},
       {std::string(kData) + "simple_graph.json --tensor-alignment 128", 2,

@@ -45,7 +45,7 @@ def measure(tensormem, model, time_limit):
     row["strategies"]["optimal"] = optimal["total_size"]
     row["optimal_proven"] = optimal.get("proven_optimal", False)
     for planner in ("greedy", "queue"):
-        arena = run_json(tensormem, ["arena"] + common + ["--planner", planner])
+        arena = run_json(tensormem, ["arena"] + common + ["--strategy", planner])
         row[f"arena_{planner}"] = (arena["high_water_mark"], arena["lower_bound"])
     return row
 
