@@ -128,7 +128,8 @@ absl::Status CheckGranule(const PolicyEnvironment& environment) {
   return absl::OkStatus();
 }
 
-// The configuration `tight` and `planned` share: when free granules go back.
+// The configuration of `tight` and `planned`: when free granules go back
+// (both), and where loops are planned (`planned` only).
 struct TightConfig {
   AllocationPolicy::LoopPlanning planning =
       AllocationPolicy::LoopPlanning::kBackground;
