@@ -6,6 +6,7 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
+#include "tensormem/core/checked_math.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/strategy_registry.h"
 
@@ -301,8 +302,8 @@ absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
                     lifetime.freed_next < lifetime.allocated;
     request.in_arena = lifetime.freed >= 0 || request.wraps;
     (request.in_arena ? arena_total : outliving) += request.request.value;
-    const uint64_t rounded = (request.request.value + kArenaGranularity - 1) /
-                             kArenaGranularity * kArenaGranularity;
+    // The request was served, so its size is bounded by the memory limit.
+    const uint64_t rounded = RoundUp(request.request.value, kArenaGranularity);
     if (!request.in_arena) {
       plan.outliving_bytes += rounded;
       continue;

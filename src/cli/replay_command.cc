@@ -32,6 +32,12 @@ struct ReplayFlags {
   bool json = false;
 };
 
+// Which device's events a PyTorch snapshot gives: --snapshot-device, else the
+// allocator's device, so that device N's events replay on device N.
+int SnapshotDevice(const ReplayFlags& flags, const AllocatorSpec& spec) {
+  return flags.snapshot_device.value_or(spec.device);
+}
+
 // Per-stream pools from the trace's `stream=` keys (docs/cuda.md).
 StreamPoolsResult SimulateStreams(const std::string& path, int device,
                                   const AllocatorSpec& config) {
@@ -213,8 +219,8 @@ struct LoadedInput {
 LoadedInput Load(const ReplayFlags& flags, AllocatorSpec& spec) {
   constexpr std::string_view kCommand = "replay";
   absl::StatusOr<TraceInput> input = ReadTraceInput(
-      flags.trace, {.format = std::nullopt,
-                    .device = flags.snapshot_device.value_or(spec.device)});
+      flags.trace,
+      {.format = std::nullopt, .device = SnapshotDevice(flags, spec)});
   if (!input.ok()) Fail(kCommand, kBadInput, input.status().message());
   absl::StatusOr<PreparedTrace> prepared = PreparedTrace::Prepare(input->trace);
   if (!prepared.ok()) {
@@ -307,8 +313,8 @@ void Run(const ReplayFlags& flags) {
     outcome.min_limit = *found;
   }
   if (flags.stream_pools) {
-    outcome.stream_pools = SimulateStreams(
-        flags.trace, flags.snapshot_device.value_or(config.device), config);
+    outcome.stream_pools =
+        SimulateStreams(flags.trace, SnapshotDevice(flags, config), config);
   }
   if (flags.json) {
     PrintJson(flags, outcome, target);

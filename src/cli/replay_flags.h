@@ -33,8 +33,7 @@ absl::StatusOr<AllocatorSpec> ToAllocatorSpec(const AllocatorFlags& flags);
 
 // Reads any trace-like input (ReadTraceInput: `.trace`, RMM log, PyTorch
 // snapshot, buffer set); errors end the command with exit code 1. `device`
-// picks a snapshot's device: the commands pass the allocator's `--device`, so
-// device N's events replay on device N.
+// picks which device's events a snapshot gives.
 Trace ReadInput(std::string_view command, const std::string& path,
                 int device = 0);
 // ReadInput, then prepared for replay.

@@ -103,8 +103,8 @@ void* StreamOrderedAllocator::Allocate(size_t bytes, CUstream stream) {
     }
     if (!status.ok()) {
       last_error_ = status;
-      allocator_->Deallocate(
-          block);  // never hand out memory another stream uses
+      // Never hand out memory another stream uses.
+      allocator_->Deallocate(block);
       return nullptr;
     }
     ++cross_stream_waits_;
