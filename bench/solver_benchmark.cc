@@ -1,4 +1,6 @@
-// The optimal planner on the bundled public sets.
+// The optimal planner on the public sets of the shared data (never copied
+// into the repository: TENSORMEM_SHARED_DATA_DIR, or the environment variable
+// TENSORMEM_SHARED_DATA).
 //
 //   Challenging/<X>: MiniMalloc's challenging instances, feasibility at
 //     capacity 1,048,576 (one thread); counters: nodes, fits, cpu_s (process
@@ -8,10 +10,11 @@
 //     lower bound, proven optimal, seconds to the best plan, nodes.
 //
 // Each case runs once (the answer, not the variance, is what is measured).
-// Run from anywhere: the data directory is compiled in.
+// Run from anywhere: the shared data's folder is compiled in.
 //   ./bench/solver_benchmark --benchmark_filter=Challenging
 #include <sys/resource.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -23,10 +26,14 @@ namespace tensormem {
 namespace {
 
 BufferSet Load(const std::string& relative) {
-  absl::StatusOr<BufferSet> set =
-      ReadBufferSetCsv(std::string(TENSORMEM_DATA_DIR) + "/" + relative);
+  const char* configured = std::getenv("TENSORMEM_SHARED_DATA");
+  const std::string folder = configured != nullptr && *configured != '\0'
+                                 ? configured
+                                 : TENSORMEM_SHARED_DATA_DIR;
+  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(folder + "/" + relative);
   if (!set.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(set.status().message()).c_str());
+    std::fprintf(stderr, "%s (the shared data: set TENSORMEM_SHARED_DATA)\n",
+                 std::string(set.status().message()).c_str());
     std::exit(1);
   }
   for (Buffer& b : set->buffers) b.offset.reset();

@@ -2,7 +2,8 @@
 // orders find a placement fast and how the restart schedule should weigh
 // them.
 //
-//   ./bench/solver_order_probe --csv data/minimalloc/challenging/B.1048576.csv
+//   sets=../shared/data/minimalloc/challenging  # MiniMalloc's, never copied
+//   ./bench/solver_order_probe --csv $sets/B.1048576.csv
 //   ./bench/solver_order_probe --seed 7 --orders 20 --limit 200000
 //   ./bench/solver_order_probe --csv packed.csv --guide  # its offset column
 //

@@ -18,7 +18,8 @@ function(tensormem_library name)
 endfunction()
 
 # tensormem_test(NAME SOURCES ... DEPS ...): a GoogleTest binary whose tests are each
-# registered with CTest. TENSORMEM_TEST_DATA points at tests/data in the source tree.
+# registered with CTest. TENSORMEM_TEST_DATA points at tests/data in the source tree,
+# TENSORMEM_SHARED_DATA_DIR at the third-party data outside it (tests/shared_data.h).
 function(tensormem_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
@@ -26,6 +27,7 @@ function(tensormem_test name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
       TENSORMEM_TEST_DATA="${PROJECT_SOURCE_DIR}/tests/data"
-      TENSORMEM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+      TENSORMEM_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+      TENSORMEM_SHARED_DATA_DIR="${TENSORMEM_SHARED_DATA_DIR}")
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300 LABELS ${name})
 endfunction()

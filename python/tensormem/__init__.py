@@ -9,7 +9,7 @@ BFC allocator directly, and write the HTML reports::
     result = tensormem.plan([4096, 1024, 2048], starts=[0, 1, 2], ends=[2, 3, 4])
     print(result.offsets, result.total, result.lower_bound, result.proven_optimal)
 
-    trace = tensormem.read_trace("data/traces/resnet50.trace.gz")
+    trace = tensormem.read_trace("data/models/resnet50.train_b8.trace.gz")
     metrics = tensormem.replay(trace, allocator="bfc", memory_limit="2GiB")
     print(metrics["peak_pool_bytes"], metrics["fragmentation"])
 

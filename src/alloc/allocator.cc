@@ -11,8 +11,11 @@
 namespace tensormem {
 
 void Allocator::DeallocateChecked(void* ptr) {
-  absl::Status status = CheckedDeallocate(ptr);
-  if (status.ok()) return;
+  const absl::Status status = CheckedDeallocate(ptr);
+  if (!status.ok()) ReportMisuse(status);
+}
+
+void Allocator::ReportMisuse(const absl::Status& status) {
   switch (misuse_policy_) {
     case MisusePolicy::kCallback:
       if (misuse_callback_) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "absl/strings/str_format.h"
 #include "alloc/bfc_core.h"
 #include "alloc/bfc_core_inline.h"
 #include "alloc/bfc_thread_pools.h"
@@ -52,6 +53,31 @@ std::unique_ptr<internal::BfcCore> MakeCore(
       std::move(policy), std::move(indexes));
 }
 
+// The options a policy made by CreatePolicy contradicts: growth and the limit
+// have one home each, the policy's environment, so the allocator may not say
+// otherwise (it would be silently ignored).
+absl::Status CheckAgreesWithPolicy(const AllocationPolicy& policy,
+                                   size_t memory_limit,
+                                   const BfcAllocatorOptions& options) {
+  const std::optional<PolicyEnvironment>& environment = policy.created_for();
+  if (!environment) return absl::OkStatus();
+  if (environment->allow_growth != options.allow_growth) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "policy %s was created with allow_growth=%s but the allocator's "
+        "options say %s; build both from one AllocatorSpec (CreateAllocator)",
+        policy.Describe(), environment->allow_growth ? "true" : "false",
+        options.allow_growth ? "true" : "false"));
+  }
+  if (environment->memory_limit != 0 &&
+      environment->memory_limit != memory_limit) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "policy %s was created for a memory limit of %d B but the allocator's "
+        "is %d B; build both from one AllocatorSpec (CreateAllocator)",
+        policy.Describe(), environment->memory_limit, memory_limit));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> upstream,
@@ -81,6 +107,9 @@ BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> upstream,
       core_(MakeCore(upstream_.get(), memory_limit, options_, std::move(policy),
                      std::move(free_index))) {
   SetMisusePolicy(options_.misuse_policy, options_.misuse_callback);
+  const absl::Status agrees =
+      CheckAgreesWithPolicy(core_->policy(), memory_limit_, options_);
+  if (!agrees.ok()) ReportMisuse(agrees);
 }
 
 BfcAllocator::~BfcAllocator() = default;
@@ -225,37 +254,29 @@ double BfcAllocator::Fragmentation() const {
   return core_->Fragmentation();
 }
 
-std::optional<size_t> BfcAllocator::RequestedSize(const void* ptr) const {
+template <typename Field>
+std::optional<Field> BfcAllocator::LiveChunkField(
+    const void* ptr, Field internal::BfcChunk::*field) const {
   if (pools_ != nullptr) {
     if (const BfcAllocator* pool = PoolOwning(ptr))
-      return pool->RequestedSize(ptr);
+      return pool->LiveChunkField(ptr, field);
   }
   std::lock_guard lock(mutex_);
   const internal::BfcChunk* chunk = core_->FindLiveChunk(ptr);
   if (chunk == nullptr) return std::nullopt;
-  return chunk->requested_size;
+  return chunk->*field;
+}
+
+std::optional<size_t> BfcAllocator::RequestedSize(const void* ptr) const {
+  return LiveChunkField(ptr, &internal::BfcChunk::requested_size);
 }
 
 std::optional<size_t> BfcAllocator::AllocatedSize(const void* ptr) const {
-  if (pools_ != nullptr) {
-    if (const BfcAllocator* pool = PoolOwning(ptr))
-      return pool->AllocatedSize(ptr);
-  }
-  std::lock_guard lock(mutex_);
-  const internal::BfcChunk* chunk = core_->FindLiveChunk(ptr);
-  if (chunk == nullptr) return std::nullopt;
-  return chunk->size;
+  return LiveChunkField(ptr, &internal::BfcChunk::size);
 }
 
 std::optional<int64_t> BfcAllocator::AllocationId(const void* ptr) const {
-  if (pools_ != nullptr) {
-    if (const BfcAllocator* pool = PoolOwning(ptr))
-      return pool->AllocationId(ptr);
-  }
-  std::lock_guard lock(mutex_);
-  const internal::BfcChunk* chunk = core_->FindLiveChunk(ptr);
-  if (chunk == nullptr) return std::nullopt;
-  return chunk->allocation_id;
+  return LiveChunkField(ptr, &internal::BfcChunk::allocation_id);
 }
 
 MemoryDump BfcAllocator::RecordMemoryDump() const {

@@ -12,10 +12,7 @@
 namespace tensormem {
 namespace {
 
-struct RegisteredPolicy {
-  PolicyInfo info;
-  internal::PolicyFactory factory;
-};
+using internal::RegisteredPolicy;
 
 std::string_view Strip(std::string_view text) {
   const absl::string_view stripped =
@@ -23,39 +20,13 @@ std::string_view Strip(std::string_view text) {
   return std::string_view(stripped.data(), stripped.size());
 }
 
-// One line per policy; the first is the default (kDefaultPolicy).
+// Every built-in policy's entry, from its own file (policies/policies.h).
 const NamedRegistry<RegisteredPolicy>& Registry() {
+#define TENSORMEM_POLICY_ENTRY(Name) internal::Name##PolicyEntry(),
   static const auto* registry = new NamedRegistry<RegisteredPolicy>(
-      {
-          {{"tight",
-            "best fit, always split, grow by what is lacking (tensormem's own)",
-            "decommit (hold_peak: give free granules back before growing past "
-            "the high-water mark; on_pressure: only when memory is short; "
-            "unset: on_pressure where a decommit drains a GPU)",
-            {"decommit:on_pressure"}},
-           internal::MakeTightPolicy},
-          {{"tf", "TensorFlow's BFC allocator, decision for decision", ""},
-           internal::MakeTfPolicy},
-          {{"pytorch",
-            "a model of PyTorch's CUDA caching allocator",
-            "max_split_size_mb, max_non_split_rounding_mb, "
-            "roundup_power2_divisions, garbage_collection_threshold, "
-            "expandable_segments",
-            {"expandable_segments:True", "max_split_size_mb:21",
-             "roundup_power2_divisions:4", "garbage_collection_threshold:0.5",
-             "max_non_split_rounding_mb:4,"
-             "roundup_power2_divisions:[1:1,64:8,>:2]"}},
-           internal::MakePytorchPolicy},
-          {{"planned",
-            "learns a repeating loop and serves it from an offline plan; tight "
-            "for the rest (planned_allocator.h)",
-            "planning (background: on a thread of its own; inline: when due, "
-            "on the allocating thread, the same in every run), decommit (as "
-            "tight's)",
-            {"planning:inline", "decommit:on_pressure"}},
-           internal::MakePlannedPolicy},
-      },
+      {TENSORMEM_BUILT_IN_POLICIES(TENSORMEM_POLICY_ENTRY)},
       [](const RegisteredPolicy& policy) { return policy.info.name; });
+#undef TENSORMEM_POLICY_ENTRY
   return *registry;
 }
 
@@ -76,8 +47,12 @@ absl::StatusOr<std::unique_ptr<AllocationPolicy>> CreatePolicy(
     std::string_view config) {
   absl::StatusOr<std::vector<ConfigEntry>> entries = ParsePolicyConfig(config);
   if (!entries.ok()) return entries.status();
-  if (const RegisteredPolicy* policy = Registry().Find(name))
-    return policy->factory(environment, *entries);
+  if (const RegisteredPolicy* registered = Registry().Find(name)) {
+    absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
+        registered->factory(environment, *entries);
+    if (policy.ok()) (*policy)->set_created_for(environment);
+    return policy;
+  }
   return absl::InvalidArgumentError(
       absl::StrFormat("unknown policy '%s' (known: %s)", std::string(name),
                       absl::StrJoin(Registry().Names(), ", ")));

@@ -214,7 +214,7 @@ void AddArenaCommand(CLI::App& app) {
       "  tensormem arena data/onnx/resnet50.onnx --fuse-activations --json\n"
       "  tensormem arena data/graphs/mobilenet_v2_blocks.json --strategy queue "
       "--preserve-inputs --json\n"
-      "  tensormem arena data/idealloc/somas_tensors/resnet50.csv "
+      "  tensormem arena data/models/resnet50.buffers.csv "
       "--tensor-alignment 1 --html plan.html");
   command
       ->add_option("graph", flags->input,

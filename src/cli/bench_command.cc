@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "cli/bench_page.h"
 #include "cli/bench_policies.h"
@@ -41,7 +43,7 @@ constexpr double kPlanSecondsLimit = 2;
 constexpr double kStrategyEstimateLimit = 5;
 
 struct BenchFlags {
-  std::string corpus = "data";
+  std::vector<std::string> corpus = {"data"};  // folders, searched in turn
   std::string out = "out";
   bool json = false;
   bool min_limit = true;
@@ -53,13 +55,12 @@ struct BenchFlags {
 };
 
 struct Workload {
-  std::string name;  // path under the corpus, without extension
+  std::string name;  // path under its corpus folder, without extension
   std::string path;
   bool is_trace = false;
 };
 
-std::vector<Workload> FindWorkloads(const std::string& corpus) {
-  std::vector<Workload> workloads;
+void AddWorkloads(const std::string& corpus, std::vector<Workload>& workloads) {
   std::error_code error;
   for (auto it = fs::recursive_directory_iterator(corpus, error);
        !error && it != fs::recursive_directory_iterator();
@@ -77,10 +78,37 @@ std::vector<Workload> FindWorkloads(const std::string& corpus) {
     }
   }
   if (error) Fail(kCommand, 1, corpus + ": " + error.message());
+}
+
+// Every workload under the corpus folders, by path; names (a page each) must
+// differ between files.
+std::vector<Workload> FindWorkloads(const std::vector<std::string>& corpus) {
+  std::vector<Workload> workloads;
+  for (const std::string& folder : corpus) AddWorkloads(folder, workloads);
   std::sort(
       workloads.begin(), workloads.end(),
       [](const Workload& a, const Workload& b) { return a.path < b.path; });
+  // A folder given twice adds nothing.
+  workloads.erase(std::unique(workloads.begin(), workloads.end(),
+                              [](const Workload& a, const Workload& b) {
+                                return a.path == b.path;
+                              }),
+                  workloads.end());
+  absl::flat_hash_map<std::string, std::string> paths_by_name;
+  for (const Workload& workload : workloads) {
+    const auto [it, added] =
+        paths_by_name.try_emplace(workload.name, workload.path);
+    if (!added) {
+      Fail(kCommand, 2,
+           "--corpus: " + it->second + " and " + workload.path +
+               " are both named '" + workload.name + "'");
+    }
+  }
   return workloads;
+}
+
+std::string CorpusNames(const std::vector<std::string>& corpus) {
+  return absl::StrJoin(corpus, ", ");
 }
 
 std::string PageName(const Workload& workload) {
@@ -220,13 +248,16 @@ void RunPolicies(const BenchFlags& flags) {
     paths.push_back(workload.path);
     names.push_back(workload.name);
   }
-  if (paths.empty()) Fail(kCommand, 1, flags.corpus + ": no traces found");
+  if (paths.empty())
+    Fail(kCommand, 1, CorpusNames(flags.corpus) + ": no traces found");
   RunPolicyBench(paths, names, *choices, flags.json);
 }
 
 void Run(const BenchFlags& flags) {
-  if (!fs::is_directory(flags.corpus))
-    Fail(kCommand, 2, flags.corpus + ": not a directory");
+  for (const std::string& folder : flags.corpus) {
+    if (!fs::is_directory(folder))
+      Fail(kCommand, 2, "--corpus " + folder + ": not a directory");
+  }
   if (!flags.policies.empty()) return RunPolicies(flags);
   std::error_code error;
   fs::create_directories(flags.out, error);
@@ -234,7 +265,8 @@ void Run(const BenchFlags& flags) {
   const std::vector<Workload> workloads = FindWorkloads(flags.corpus);
   if (workloads.empty()) {
     Fail(kCommand, 1,
-         flags.corpus + ": no .trace, .trace.gz or .csv workloads found");
+         CorpusNames(flags.corpus) +
+             ": no .trace, .trace.gz or .csv workloads found");
   }
   const bool show_progress = isatty(STDERR_FILENO) && !flags.json;
   std::vector<BenchRow> rows;
@@ -255,12 +287,12 @@ void Run(const BenchFlags& flags) {
   std::vector<SnapshotRow> snapshots;
   if (!flags.snapshots.empty()) snapshots = BenchSnapshots(flags.snapshots);
   const std::string report = (fs::path(flags.out) / "report.html").string();
-  const absl::Status written =
-      WriteHtmlFile(report, RenderBenchPage(flags.corpus, rows, snapshots));
+  const absl::Status written = WriteHtmlFile(
+      report, RenderBenchPage(CorpusNames(flags.corpus), rows, snapshots));
   if (!written.ok()) Fail(kCommand, 1, std::string(written.message()));
   const std::vector<std::string> summary = SummaryLines(rows, snapshots);
   if (flags.json) {
-    nlohmann::json json = {{"corpus", flags.corpus},
+    nlohmann::json json = {{"corpus", CorpusNames(flags.corpus)},
                            {"report", report},
                            {"summary", summary},
                            {"workloads", nlohmann::json::array()},
@@ -273,7 +305,7 @@ void Run(const BenchFlags& flags) {
   }
   if (flags.table) PrintTable(rows);
   std::printf("tensormem bench: %zu workloads under %s", rows.size(),
-              flags.corpus.c_str());
+              CorpusNames(flags.corpus).c_str());
   if (!flags.snapshots.empty())
     std::printf(", %zu snapshots under %s", snapshots.size(),
                 flags.snapshots.c_str());
@@ -305,10 +337,11 @@ void AddBenchCommand(CLI::App& app) {
                          "(--snapshots) beside what their GPU reserved; print "
                          "a summary and write OUT/report.html (charts, then "
                          "every workload with its picture).\n"
-                         "Example: tensormem bench --corpus data --out out "
-                         "--strategy all,optimal");
-  command->add_option("--corpus", flags->corpus,
-                      "directory searched recursively (default: data)");
+                         "Example: tensormem bench --corpus data/models/loops "
+                         "--out out");
+  command->add_option(
+      "--corpus", flags->corpus,
+      "directory searched recursively; repeat to add folders (default: data)");
   command->add_option("--out", flags->out,
                       "directory for report.html and pictures (default: out)");
   command->add_flag("--min-limit,!--no-min-limit", flags->min_limit,

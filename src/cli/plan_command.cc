@@ -335,15 +335,13 @@ void AddPlanCommand(CLI::App& app) {
   command->footer(
       StrategyList() +
       "\nExamples:\n"
-      "  tensormem plan data/idealloc/somas_tensors/resnet50.csv "
-      "--strategy all\n"
+      "  tensormem plan data/models/resnet50.buffers.csv --strategy all\n"
       "  tensormem plan data/models/resnet18.buffers.csv --strategy "
       "greedy_best --objects --json\n"
       "  tensormem plan data/models/resnet18.buffers.csv --align 64 "
       "--out plan.csv --html plan.html\n"
-      "  tensormem plan data/idealloc/iree/iree_mobilenet.csv "
-      "--check\n"
-      "  tensormem plan data/minimalloc/challenging/A.1048576.csv "
+      "  tensormem plan tests/data/plan/resnet18.offsets.csv --check\n"
+      "  tensormem plan data/models/vit_b_16.buffers.csv "
       "--strategy optimal --time-limit 5s --threads 2\n"
       "  tensormem plan data/onnx/mobilenet_v2.onnx "
       "--fuse-activations --strategy all");

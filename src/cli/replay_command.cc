@@ -343,10 +343,10 @@ void AddReplayCommand(CLI::App& app) {
       ->check(CLI::ExistingFile);
   AddAllocatorFlags(*command, flags->allocator);
   command->add_flag(
-      "--min-limit", flags->min_limit,
+      "--min-limit,!--no-min-limit", flags->min_limit,
       "also find the smallest limit without growth at which nothing fails "
       "(256 B precision: bisection, then an exact scan below its answer when "
-      "affordable; the output says which)");
+      "affordable; the output says which) (default: off)");
   command->add_flag(
       "--list-blocks", flags->list_blocks,
       "list every allocation: id, offset (address - base), allocated bytes");

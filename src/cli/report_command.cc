@@ -139,9 +139,9 @@ void AddReportCommand(CLI::App& app) {
   command->add_option("--title", flags->title,
                       "page title (default: the input path)");
   AddAllocatorFlags(*command, flags->allocator);
-  command->add_flag("--min-limit", flags->min_limit,
+  command->add_flag("--min-limit,!--no-min-limit", flags->min_limit,
                     "traces: also find the smallest limit without growth at "
-                    "which nothing fails");
+                    "which nothing fails (default: off)");
   command->add_flag("--json", flags->json,
                     "print one JSON object summarising the page");
   command->callback([flags] { Run(*flags); });

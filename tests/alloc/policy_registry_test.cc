@@ -2,6 +2,7 @@
 // every policy.
 #include "tensormem/alloc/policy_registry.h"
 
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -11,6 +12,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tensormem/alloc/allocator_spec.h"
+#include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/alloc/simulated_sub_allocator.h"
 #include "tensormem/core/units.h"
 
 namespace tensormem {
@@ -73,6 +76,41 @@ TEST(PolicyRegistryTest, EveryPolicyIsCreatedAndKeepsTheRoundingContract) {
           EXPECT_LT(pool, rules.NumPools());
         }
         EXPECT_FALSE(rules.RoundedSize(UINT64_MAX).has_value()) << info.name;
+      }
+    }
+  }
+}
+
+// Growth and the limit have one home, the environment a policy is created
+// for: an allocator whose options say otherwise reports it, for every policy.
+TEST(PolicyRegistryTest, AllocatorOptionsThatContradictThePolicyAreMisuse) {
+  constexpr uint64_t kLimit = 8 * kMiB;
+  for (const PolicyInfo& info : Policies()) {
+    for (const bool policy_grows : {true, false}) {
+      for (const auto& [grows, limit] :
+           {std::pair{policy_grows, kLimit}, std::pair{!policy_grows, kLimit},
+            std::pair{policy_grows, 2 * kLimit}}) {
+        absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy = CreatePolicy(
+            info.name, {.memory_limit = kLimit, .allow_growth = policy_grows});
+        ASSERT_TRUE(policy.ok()) << info.name << ": " << policy.status();
+        std::vector<absl::Status> reported;
+        BfcAllocator::Options options;
+        options.allow_growth = grows;
+        options.misuse_policy = MisusePolicy::kCallback;
+        options.misuse_callback = [&](const absl::Status& status) {
+          reported.push_back(status);
+        };
+        BfcAllocator bfc(std::make_unique<SimulatedSubAllocator>(4 * kLimit),
+                         limit, options, *std::move(policy));
+        const bool agrees = grows == policy_grows && limit == kLimit;
+        ASSERT_EQ(reported.size(), agrees ? 0u : 1u)
+            << info.name << " grows " << policy_grows;
+        if (agrees) continue;
+        EXPECT_EQ(reported[0].code(), absl::StatusCode::kFailedPrecondition);
+        EXPECT_THAT(
+            reported[0].message(),
+            HasSubstr(grows != policy_grows ? "allow_growth" : "memory limit"));
+        EXPECT_THAT(reported[0].message(), HasSubstr("AllocatorSpec"));
       }
     }
   }

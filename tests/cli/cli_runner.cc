@@ -29,12 +29,16 @@ std::string FreshDirectory(const std::string& name) {
 }
 
 CommandOutput RunTensormem(const std::string& arguments) {
+  return RunTensormemIn(TENSORMEM_SOURCE_DIR, arguments);
+}
+
+CommandOutput RunTensormemIn(const std::string& directory,
+                             const std::string& arguments) {
   const std::string scratch = FreshDirectory("cli_run");
   const std::string out_path = scratch + "/stdout",
                     err_path = scratch + "/stderr";
-  const std::string command =
-      std::string("cd " TENSORMEM_SOURCE_DIR " && " TENSORMEM_BINARY " ") +
-      arguments + " >" + out_path + " 2>" + err_path;
+  const std::string command = "cd " + directory + " && " TENSORMEM_BINARY " " +
+                              arguments + " >" + out_path + " 2>" + err_path;
   const int status = std::system(command.c_str());
   CommandOutput output;
   output.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

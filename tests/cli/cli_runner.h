@@ -14,6 +14,9 @@ struct CommandOutput {
 
 // Runs `tensormem <arguments>` (a shell-quoted string) from the source tree.
 CommandOutput RunTensormem(const std::string& arguments);
+// The same from `directory` (where relative output paths then land).
+CommandOutput RunTensormemIn(const std::string& directory,
+                             const std::string& arguments);
 
 // A fresh empty directory under the test's temporary directory.
 std::string FreshDirectory(const std::string& name);

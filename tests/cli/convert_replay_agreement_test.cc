@@ -43,7 +43,7 @@ INSTANTIATE_TEST_SUITE_P(
         // A snapshot with a recorded failed allocation and blocks live at
         // its start; an RMM log; a buffer set; a real model's trace.
         "tests/data/trace/snapshot_protocol2.pickle",
-        "tests/data/trace/rmm_log.csv", "data/idealloc/iree/iree_mobilenet.csv",
+        "tests/data/trace/rmm_log.csv", "data/models/resnet18.buffers.csv",
         "data/models/mobilenet_v2.infer_b1.trace.gz"));
 
 }  // namespace

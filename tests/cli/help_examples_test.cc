@@ -1,6 +1,6 @@
 // Every `tensormem <command> --help` example names input files that exist in
-// the repository (or none, for a command that reads no file), so users can
-// paste it from the source tree and it runs.
+// the repository (or none, for a command that reads no file), and runs: users
+// can paste it from the source tree.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -98,6 +98,50 @@ TEST(HelpExamplesTest, EveryExampleReadsAFileOfTheRepository) {
     }
   }
   EXPECT_GE(checked, static_cast<int>(commands.size()));
+}
+
+// The example as printed, after "tensormem <command> ", with its input made
+// absolute so that it runs from a scratch folder (its outputs land there).
+std::string WithAbsoluteInput(absl::string_view line, const std::string& start,
+                              const std::string& input) {
+  std::string example(line.substr(line.find(start) + start.size()));
+  if (input.empty()) return example;
+  const size_t at = example.find(input);
+  return example.replace(at, input.size(),
+                         std::string(TENSORMEM_SOURCE_DIR) + "/" + input);
+}
+
+TEST(HelpExamplesTest, EveryExampleRuns) {
+  int ran = 0;
+  for (const std::string& command : Subcommands()) {
+    const CommandOutput help = RunTensormem(command + " --help");
+    const std::string start = "tensormem " + command + " ";
+    for (absl::string_view line : absl::StrSplit(help.out, '\n')) {
+      if (line.find(start) == absl::string_view::npos ||
+          absl::StartsWith(line, "Usage")) {
+        continue;
+      }
+      const std::vector<std::string> arguments =
+          absl::StrSplit(line.substr(line.find(start) + start.size()), ' ',
+                         absl::SkipWhitespace());
+      const std::string example =
+          WithAbsoluteInput(line, start, InputOf(arguments));
+      const std::string folder = FreshDirectory("example");
+      const CommandOutput output =
+          RunTensormemIn(folder, command + " " + example);
+      ++ran;
+      // Optional parts of the build, or a machine without a GPU driver, say
+      // so: not the example's fault.
+      if (absl::StrContains(output.err, "built without") ||
+          absl::StrContains(output.err, "no CUDA driver found")) {
+        continue;
+      }
+      EXPECT_EQ(output.exit_code, 0)
+          << "tensormem " << command << " " << example << "\n"
+          << output.err;
+    }
+  }
+  EXPECT_GE(ran, 10);
 }
 
 }  // namespace

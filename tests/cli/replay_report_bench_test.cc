@@ -351,6 +351,37 @@ TEST(BenchCliTest, PolicyTableComparesEveryPolicy) {
   EXPECT_THAT(unbalanced.err, HasSubstr("unbalanced brackets"));
 }
 
+TEST(BenchCliTest, CorpusFoldersAddUpAndNamesMustDiffer) {
+  const std::string out = FreshDirectory("bench_folders");
+  const std::string corpus = std::string("--corpus ") + kData + "corpus";
+  const std::string folder = FreshDirectory("bench_second_corpus");
+  std::filesystem::copy_file(
+      std::string(TENSORMEM_SOURCE_DIR "/") + kData + "small.trace",
+      folder + "/other.trace");
+  const std::string traces = "--corpus " + folder;
+  const size_t alone =
+      RunJson("bench " + corpus + " --out " + out + " --json")["workloads"]
+          .size();
+  const size_t other =
+      RunJson("bench " + traces + " --out " + out + " --json")["workloads"]
+          .size();
+  const nlohmann::json both =
+      RunJson("bench " + corpus + " " + traces + " --out " + out + " --json");
+  EXPECT_EQ(both["workloads"].size(), alone + other);
+  EXPECT_THAT(both["corpus"].get<std::string>(), HasSubstr(folder));
+
+  // The same folder twice adds nothing; two files of one name are refused.
+  EXPECT_EQ(RunJson("bench " + corpus + " " + corpus + " --out " + out +
+                    " --json")["workloads"]
+                .size(),
+            alone);
+  std::filesystem::copy_file(folder + "/other.trace", folder + "/small.trace");
+  const CommandOutput clash =
+      RunTensormem("bench " + corpus + " " + traces + " --out " + out);
+  EXPECT_EQ(clash.exit_code, 2);
+  EXPECT_THAT(clash.err, HasSubstr("are both named 'small'"));
+}
+
 TEST(HelpTest, EveryCommandShowsAnExample) {
   for (const char* command : {"replay", "report", "bench"}) {
     const CommandOutput output = RunTensormem(std::string(command) + " --help");

@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "shared_data.h"
 
 namespace tensormem::testing {
 namespace {
@@ -71,8 +72,8 @@ TEST(ArenaCliTest, TableAndHtml) {
 }
 
 TEST(ArenaCliTest, BufferSetInputIsPlannedAsAGraph) {
-  const nlohmann::json json =
-      RunJson("data/idealloc/iree/iree_mobilenet.csv --tensor-alignment 1");
+  TENSORMEM_SHARED_DATA_OR_SKIP(set, "idealloc/iree/iree_mobilenet.csv");
+  const nlohmann::json json = RunJson(set + " --tensor-alignment 1");
   EXPECT_EQ(json["high_water_mark"], 5706112);
   EXPECT_EQ(json["lower_bound"], 5706112);
 }

@@ -1,11 +1,12 @@
-// The arena planners on bundled real workloads: SOMAS ResNet-50 and IREE
-// MobileNet (pinned high-water marks, so a behaviour change shows), and the
-// PyTorch corpus's buffer sets, where greedy reaches the lower bound.
+// The arena planners on real workloads: SOMAS ResNet-50 and IREE MobileNet
+// from the shared data (pinned high-water marks, so a behaviour change shows),
+// and the PyTorch corpus's buffer sets, where greedy reaches the lower bound.
 #include <filesystem>
 #include <string>
 
 #include "gtest/gtest.h"
 #include "plan/arena_test_util.h"
+#include "shared_data.h"
 
 namespace tensormem {
 namespace {
@@ -33,8 +34,7 @@ Planned PlanBufferSet(const std::string& path, ArenaPlannerKind kind) {
 }
 
 TEST(ArenaCorpusTest, PinnedHighWaterMarksOnIdeallocSets) {
-  const std::string data =
-      std::string(TENSORMEM_SOURCE_DIR) + "/data/idealloc/";
+  TENSORMEM_SHARED_DATA_OR_SKIP(data, "idealloc");
   struct Case {
     const char* file;
     uint64_t greedy;
@@ -44,13 +44,13 @@ TEST(ArenaCorpusTest, PinnedHighWaterMarksOnIdeallocSets) {
       {"iree/iree_mobilenet.csv", 5706112, 5706112},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(
-        PlanBufferSet(data + c.file, ArenaPlannerKind::kGreedy).high_water_mark,
-        c.greedy)
+    EXPECT_EQ(PlanBufferSet(data + "/" + c.file, ArenaPlannerKind::kGreedy)
+                  .high_water_mark,
+              c.greedy)
         << c.file;
-    EXPECT_EQ(
-        PlanBufferSet(data + c.file, ArenaPlannerKind::kQueue).high_water_mark,
-        c.queue)
+    EXPECT_EQ(PlanBufferSet(data + "/" + c.file, ArenaPlannerKind::kQueue)
+                  .high_water_mark,
+              c.queue)
         << c.file;
   }
 }

@@ -25,7 +25,7 @@ std::string RepoPath(const std::string& relative) {
 }
 
 absl::Status StrategyRegistryExample() {
-  const std::string path = RepoPath("data/minimalloc/examples/input.12.csv");
+  const std::string path = RepoPath("data/models/resnet18.buffers.csv");
   TM_ASSIGN_OR_RETURN(BufferSet set, ReadBufferSetCsv(path));
   PlanOptions options;
   options.alignment = 64;
@@ -47,7 +47,7 @@ TEST(PlanExamples, StrategyRegistry) {
 absl::Status StrategyComparisonExample() {
   TM_ASSIGN_OR_RETURN(
       BufferSet set,
-      ReadBufferSetCsv(RepoPath("data/minimalloc/examples/input.12.csv")));
+      ReadBufferSetCsv(RepoPath("data/models/resnet18.buffers.csv")));
   TM_ASSIGN_OR_RETURN(StrategyComparison table,
                       CompareStrategies(set, PlanMode::kOffsets, {}));
   const PlanResult& best = *table.entries[*table.best].plan;
@@ -68,7 +68,7 @@ TEST(PlanExamples, StrategyComparison) {
 absl::Status OptimalPlannerExample() {
   TM_ASSIGN_OR_RETURN(
       BufferSet set,
-      ReadBufferSetCsv(RepoPath("data/minimalloc/examples/input.12.csv")));
+      ReadBufferSetCsv(RepoPath("data/models/resnet18.buffers.csv")));
   OptimalPlanOptions options;
   options.time_limit_seconds = 10;
   options.threads = 2;
@@ -76,7 +76,7 @@ absl::Status OptimalPlannerExample() {
   // result.placed has every offset; result.proven_optimal says whether
   // result.total_size is the optimum.
 
-  EXPECT_TRUE(result.proven_optimal);  // 12 buffers: proven in milliseconds
+  EXPECT_TRUE(result.proven_optimal);  // 31 buffers: proven in milliseconds
   EXPECT_GE(result.total_size, result.lower_bound);
   for (const Buffer& buffer : result.placed.buffers) {
     EXPECT_TRUE(buffer.offset.has_value());

@@ -1,18 +1,20 @@
-// The public buffer sets bundled in data/ (MiniMalloc challenging sets,
-// idealloc's MindSpore SOMAS, IREE and iopddl sets): every plan is valid and
+// The public buffer sets of the shared data (MiniMalloc challenging sets,
+// idealloc's MindSpore SOMAS, IREE and iopddl sets; skipped where absent,
+// tests/shared_data.h): every plan is valid and
 // no worse than the ratio to the lower bound measured when the strategies were
 // written (docs/planners.md). The largest sets (bert_base, S_1) stay out of
 // the suite to keep it fast; their numbers are in the docs.
 #include <string>
 
 #include "gtest/gtest.h"
+#include "shared_data.h"
 #include "tensormem/plan/strategy_registry.h"
 
 namespace tensormem {
 namespace {
 
 struct Expected {
-  const char* path;       // under data/
+  const char* path;       // under the shared data
   double best_fit_multi;  // offsets: total / peak live bytes
   double greedy_by_size;  // offsets, TFLite
   double greedy_best;     // objects: total / sum of positional maximums
@@ -38,8 +40,8 @@ class PublicSetsTest : public ::testing::TestWithParam<Expected> {};
 
 TEST_P(PublicSetsTest, PlansAreValidAndNoWorseThanMeasured) {
   const Expected& expected = GetParam();
-  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(
-      std::string(TENSORMEM_SOURCE_DIR "/data/") + expected.path);
+  TENSORMEM_SHARED_DATA_OR_SKIP(path, expected.path);
+  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(path);
   ASSERT_TRUE(set.ok()) << set.status();
   struct Run {
     const char* strategy;
@@ -59,8 +61,8 @@ TEST_P(PublicSetsTest, PlansAreValidAndNoWorseThanMeasured) {
 }
 
 TEST_P(PublicSetsTest, BestFitMultiIsNoWorseThanTfliteGreedyBySize) {
-  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(
-      std::string(TENSORMEM_SOURCE_DIR "/data/") + GetParam().path);
+  TENSORMEM_SHARED_DATA_OR_SKIP(path, GetParam().path);
+  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(path);
   ASSERT_TRUE(set.ok()) << set.status();
   absl::StatusOr<PlanResult> best_fit =
       RunStrategy("best_fit_multi", *set, PlanMode::kOffsets);

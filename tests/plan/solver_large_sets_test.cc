@@ -7,6 +7,7 @@
 #include "plan/large_set_test_util.h"
 #include "plan/solver/local_moves.h"
 #include "plan/solver/windowed_orders.h"
+#include "shared_data.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/checker.h"
 #include "tensormem/plan/offset_strategies.h"
@@ -154,8 +155,8 @@ TEST(WindowedOrdersTest, StopsOnceAPlanReachesTheLowerBound) {
 // long-lived activations above the short large buffers they placed first,
 // 2.5% above the peak of live bytes; one windowed order stays within 0.2%.
 TEST(WindowedOrdersTest, OneWindowedOrderBeatsBestFitOnIopddlS1) {
-  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(
-      std::string(TENSORMEM_SOURCE_DIR) + "/data/idealloc/iopddl/S_1.csv");
+  TENSORMEM_SHARED_DATA_OR_SKIP(path, "idealloc/iopddl/S_1.csv");
+  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(path);
   ASSERT_TRUE(set.ok()) << set.status();
   absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(*set);
   ASSERT_TRUE(records.ok());

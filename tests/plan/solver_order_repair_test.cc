@@ -8,6 +8,7 @@
 #include "plan/solver/local_moves.h"
 #include "plan/solver/order_repair.h"
 #include "plan/solver/windowed_orders.h"
+#include "shared_data.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/checker.h"
 
@@ -160,8 +161,8 @@ TEST(OrderRepairTest, TwoThreadsReturnTheSamePlanAsOne) {
 // IOPDDL S_1 (28,526 buffers): a backward first-fit member ends 0.26% above
 // the peak of live bytes; its repair brings it within 0.1%.
 TEST(OrderRepairTest, RepairBringsIopddlS1WithinATenthOfAPercent) {
-  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(
-      std::string(TENSORMEM_SOURCE_DIR) + "/data/idealloc/iopddl/S_1.csv");
+  TENSORMEM_SHARED_DATA_OR_SKIP(path, "idealloc/iopddl/S_1.csv");
+  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(path);
   ASSERT_TRUE(set.ok()) << set.status();
   absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(*set);
   ASSERT_TRUE(records.ok());

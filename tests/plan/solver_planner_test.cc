@@ -9,6 +9,7 @@
 #include "plan/solver/parallel_search.h"
 #include "plan/solver/problem.h"
 #include "plan/solver/static_orders.h"
+#include "shared_data.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/checker.h"
 #include "tensormem/plan/offset_strategies.h"
@@ -19,9 +20,8 @@
 namespace tensormem {
 namespace {
 
-BufferSet ReadBundled(const std::string& relative) {
-  absl::StatusOr<BufferSet> set =
-      ReadBufferSetCsv(std::string(TENSORMEM_SOURCE_DIR) + "/data/" + relative);
+BufferSet ReadSet(const std::string& path) {
+  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(path);
   EXPECT_TRUE(set.ok()) << set.status();
   return set.ok() ? *set : BufferSet{};
 }
@@ -114,7 +114,8 @@ TEST(OptimalPlannerTest, RejectsBadOptionsAndStartPlans) {
 }
 
 TEST(OptimalPlannerTest, CapacityBelowTheLowerBoundFailsWithoutSearching) {
-  const BufferSet set = ReadBundled("minimalloc/challenging/E.1048576.csv");
+  TENSORMEM_SHARED_DATA_OR_SKIP(path, "minimalloc/challenging/E.1048576.csv");
+  const BufferSet set = ReadSet(path);
   const uint64_t bound = PeakLiveBytes(set);
   OptimalPlanOptions options;
   options.capacity = bound - 1;
@@ -137,9 +138,10 @@ TEST(OptimalPlannerTest, CapacityBelowTheLowerBoundFailsWithoutSearching) {
 TEST(OptimalPlannerTest, FitsChallengingInstancesAtTheirCapacity) {
   // Of the base orders only contention-then-overlaps packs E quickly (the
   // others run past 300k nodes), so this also guards the choice of orders.
+  TENSORMEM_SHARED_DATA_OR_SKIP(folder, "minimalloc/challenging");
   for (const char* name : {"A", "E", "F"}) {
-    const BufferSet set = ReadBundled(std::string("minimalloc/challenging/") +
-                                      name + ".1048576.csv");
+    const BufferSet set =
+        ReadSet(folder + "/" + std::string(name) + ".1048576.csv");
     OptimalPlanOptions options;
     options.capacity = 1048576;
     options.time_limit_seconds = 60;
@@ -153,7 +155,8 @@ TEST(OptimalPlannerTest, FitsChallengingInstancesAtTheirCapacity) {
 }
 
 TEST(OptimalPlannerTest, TwoThreadsFindThePlanToo) {
-  const BufferSet set = ReadBundled("minimalloc/challenging/A.1048576.csv");
+  TENSORMEM_SHARED_DATA_OR_SKIP(path, "minimalloc/challenging/A.1048576.csv");
+  const BufferSet set = ReadSet(path);
   OptimalPlanOptions options;
   options.threads = 2;
   options.time_limit_seconds = 60;
@@ -181,7 +184,8 @@ TEST(OptimalPlannerTest, AlignedPlansAreValidAndNeverWorseThanGreedy) {
 }
 
 TEST(OptimalPlannerTest, RealModelReachesTheLowerBound) {
-  const BufferSet set = ReadBundled("idealloc/iree/iree_mobilenet.csv");
+  TENSORMEM_SHARED_DATA_OR_SKIP(path, "idealloc/iree/iree_mobilenet.csv");
+  const BufferSet set = ReadSet(path);
   BufferSet unplaced = set;
   for (Buffer& b : unplaced.buffers) b.offset.reset();
   OptimalPlanOptions options;

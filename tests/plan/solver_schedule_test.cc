@@ -11,6 +11,7 @@
 #include "plan/solver/problem.h"
 #include "plan/solver/static_orders.h"
 #include "plan/solver/suspended_search.h"
+#include "shared_data.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/checker.h"
 #include "tensormem/plan/solver/optimal_planner.h"
@@ -18,10 +19,8 @@
 namespace tensormem::solver_internal {
 namespace {
 
-Problem ChallengingProblem(const std::string& name) {
-  absl::StatusOr<BufferSet> set =
-      ReadBufferSetCsv(std::string(TENSORMEM_SOURCE_DIR) +
-                       "/data/minimalloc/challenging/" + name + ".1048576.csv");
+Problem ChallengingProblem(const std::string& path) {
+  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(path);
   EXPECT_TRUE(set.ok()) << set.status();
   absl::StatusOr<Problem> problem = BuildProblem(*set, 1);
   EXPECT_TRUE(problem.ok()) << problem.status();
@@ -127,7 +126,8 @@ TEST(RestartScheduleTest, WithoutResumingEachBaseOrderRunsOnceInFull) {
 TEST(SuspendedSearchTest, SlicesFindWhatOneRunFinds) {
   // Order 0 packs challenging A in about 19k nodes; in slices of 1,000 the
   // same search must reach the same placement after the same nodes.
-  const Problem problem = ChallengingProblem("A");
+  TENSORMEM_SHARED_DATA_OR_SKIP(path, "minimalloc/challenging/A.1048576.csv");
+  const Problem problem = ChallengingProblem(path);
   FeasibilitySearch whole(problem, 0);
   ASSERT_EQ(whole.Run(1048576, {.node_limit = 200000}), SearchOutcome::kFound);
   SuspendedSearch sliced(problem, 0, 1048576,
@@ -154,7 +154,8 @@ TEST(KeptSearchesTest, QuestionsAtOneCapacityExtendTheSameSearch) {
   // Two questions at A's capacity, order 0 kept: the second goes on where
   // the first stopped, so together they cost what one run costs (about 19k
   // nodes). At another capacity the kept search is dropped and starts over.
-  const Problem problem = ChallengingProblem("A");
+  TENSORMEM_SHARED_DATA_OR_SKIP(path, "minimalloc/challenging/A.1048576.csv");
+  const Problem problem = ChallengingProblem(path);
   FeasibilitySearch whole(problem, 0);
   ASSERT_EQ(whole.Run(1048576, {}), SearchOutcome::kFound);
   KeptSearches kept(problem);
@@ -183,7 +184,8 @@ TEST(KeptSearchesTest, QuestionsAtOneCapacityExtendTheSameSearch) {
 
 TEST(SuspendedSearchTest, PausedSearchesAreDroppedCleanly) {
   // Destroying searches paused deep in their trees must not hang or leak.
-  const Problem problem = ChallengingProblem("B");
+  TENSORMEM_SHARED_DATA_OR_SKIP(path, "minimalloc/challenging/B.1048576.csv");
+  const Problem problem = ChallengingProblem(path);
   for (int order = 0; order < kBaseOrderCount; ++order) {
     SuspendedSearch search(problem, order, 1048576,
                            std::chrono::steady_clock::time_point::max(),
@@ -193,9 +195,8 @@ TEST(SuspendedSearchTest, PausedSearchesAreDroppedCleanly) {
 }
 
 TEST(OptimalPlannerCancelTest, ACancelledSearchReturnsTheBestPlanSoFar) {
-  absl::StatusOr<BufferSet> set =
-      ReadBufferSetCsv(std::string(TENSORMEM_SOURCE_DIR) +
-                       "/data/minimalloc/challenging/D.1048576.csv");
+  TENSORMEM_SHARED_DATA_OR_SKIP(path, "minimalloc/challenging/D.1048576.csv");
+  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(path);
   ASSERT_TRUE(set.ok());
   std::atomic<bool> cancel{false};
   OptimalPlanOptions options;

@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "plan/solver/feasibility_search.h"
 #include "plan/solver/hard_instances.h"
 #include "plan/solver/problem.h"
 #include "plan/solver/static_orders.h"
+#include "shared_data.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/checker.h"
 #include "tensormem/plan/offset_strategies.h"
@@ -69,18 +71,18 @@ TEST(SolverSoundnessTest, GeneratedHardInstancesAreNeverCut) {
   }
 }
 
-BufferSet ReadBundled(const std::string& relative) {
-  absl::StatusOr<BufferSet> set =
-      ReadBufferSetCsv(std::string(TENSORMEM_SOURCE_DIR) + "/data/" + relative);
+BufferSet ReadSet(const std::string& path) {
+  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(path);
   EXPECT_TRUE(set.ok()) << set.status();
   return set.ok() ? *set : BufferSet{};
 }
 
 TEST(SolverSoundnessTest, PlansOfTheChallengingSetsAreNeverCut) {
   // The planner's own plan, replayed under every other order and tie rule.
+  TENSORMEM_SHARED_DATA_OR_SKIP(folder, "minimalloc/challenging");
   for (const char* name : {"A", "C", "E", "F"}) {
-    const BufferSet set = ReadBundled(std::string("minimalloc/challenging/") +
-                                      name + ".1048576.csv");
+    const BufferSet set =
+        ReadSet(folder + "/" + std::string(name) + ".1048576.csv");
     OptimalPlanOptions options;
     options.capacity = 1048576;
     options.time_limit_seconds = 60;
@@ -94,12 +96,20 @@ TEST(SolverSoundnessTest, PlansOfTheChallengingSetsAreNeverCut) {
 }
 
 TEST(SolverSoundnessTest, GreedyPlansOfRealSetsAreNeverCut) {
-  // A greedy plan is a known packing at its own total size.
-  for (const char* path :
-       {"idealloc/iree/iree_mobilenet.csv",
-        "idealloc/somas_tensors/resnet50.csv", "models/resnet18.buffers.csv",
-        "models/mobilenet_v2.buffers.csv"}) {
-    BufferSet set = ReadBundled(path);
+  // A greedy plan is a known packing at its own total size. The shared
+  // sets join where this machine has them.
+  std::vector<std::string> paths;
+  for (const char* model : {"resnet18", "mobilenet_v2"}) {
+    paths.push_back(std::string(TENSORMEM_SOURCE_DIR) + "/data/models/" +
+                    model + ".buffers.csv");
+  }
+  for (const char* shared : {"idealloc/iree/iree_mobilenet.csv",
+                             "idealloc/somas_tensors/resnet50.csv"}) {
+    if (const std::string path = SharedDataPath(shared); !path.empty())
+      paths.push_back(path);
+  }
+  for (const std::string& path : paths) {
+    BufferSet set = ReadSet(path);
     for (Buffer& b : set.buffers) b.offset.reset();
     absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(set);
     ASSERT_TRUE(records.ok()) << path << ": " << records.status();

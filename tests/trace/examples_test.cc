@@ -36,12 +36,12 @@ std::string RepoPath(const std::string& relative) {
 }
 
 absl::Status TraceIoExample() {
-  const std::string bert = RepoPath("data/traces/idealloc_bert_base.trace.gz");
-  absl::StatusOr<Trace> trace = ReadTrace(bert);
+  const std::string vit = RepoPath("data/models/vit_b_16.infer_b8.trace.gz");
+  absl::StatusOr<Trace> trace = ReadTrace(vit);
   if (!trace.ok()) return trace.status();  // "bert.trace.gz:12: free of ..."
 
   TM_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader,
-                      TraceReader::Open(bert));
+                      TraceReader::Open(vit));
   TraceEvent event;
   size_t streamed = 0;
   while (true) {
@@ -81,7 +81,7 @@ TEST(TraceExamples, TraceInput) {
 absl::Status ReplayExample() {
   TM_ASSIGN_OR_RETURN(
       Trace trace,
-      ReadTrace(RepoPath("data/traces/idealloc_bert_base.trace.gz")));
+      ReadTrace(RepoPath("data/models/vit_b_16.infer_b8.trace.gz")));
   AllocatorSpec spec;  // the default: tight policy, simulated memory
   TM_ASSIGN_OR_RETURN(PreparedTrace prepared, PreparedTrace::Prepare(trace));
   TM_ASSIGN_OR_RETURN(ReplayTarget target, CreateReplayTarget(spec));
@@ -112,7 +112,7 @@ TEST(TraceExamples, ReplayAndItsReport) {
 absl::Status WhatIfExample() {
   TM_ASSIGN_OR_RETURN(
       Trace trace,
-      ReadTrace(RepoPath("data/traces/idealloc_iree_mobilenet.trace.gz")));
+      ReadTrace(RepoPath("data/models/resnet18.infer_b8.trace.gz")));
   TM_ASSIGN_OR_RETURN(PreparedTrace prepared, PreparedTrace::Prepare(trace));
   TM_ASSIGN_OR_RETURN(std::vector<WhatIfCandidate> candidates,
                       ParseWhatIfCandidates("tf; pytorch"));

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shared_data.h"
 #include "tensormem/trace/trace_io.h"
 
 namespace tensormem {
@@ -156,9 +157,8 @@ TEST(BufferSetConversionTest, TraceToBuffersUsesEventIndices) {
 }
 
 TEST(BufferSetConversionTest, RoundTripKeepsConflictsAndPeakOfARealBufferSet) {
-  absl::StatusOr<BufferSet> original =
-      ReadBufferSetCsv(std::string(TENSORMEM_SOURCE_DIR) +
-                       "/data/minimalloc/challenging/A.1048576.csv");
+  TENSORMEM_SHARED_DATA_OR_SKIP(path, "minimalloc/challenging/A.1048576.csv");
+  absl::StatusOr<BufferSet> original = ReadBufferSetCsv(path);
   ASSERT_TRUE(original.ok()) << original.status();
   absl::StatusOr<Trace> trace = BufferSetToTrace(*original);
   ASSERT_TRUE(trace.ok());

@@ -1,4 +1,5 @@
-// The public snapshots of ../shared/data/pytorch-snapshots (README there),
+// The public snapshots of ../shared/data/pytorch-snapshots (README there;
+// tests/shared_data.h says where the shared data is looked for),
 // recorded on real GPUs by others: every one with segment events replays
 // under the pytorch policy with the peak of reserved bytes and the segments
 // it recorded, and event by event as recorded (for one, under a device
@@ -11,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shared_data.h"
 #include "tensormem/trace/importers.h"
 #include "tensormem/trace/snapshot_replay.h"
 #include "tensormem/trace/whatif.h"
@@ -21,8 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path& SharedFolder() {
-  static const fs::path folder =
-      fs::path(TENSORMEM_SOURCE_DIR) / "../shared/data/pytorch-snapshots";
+  static const fs::path folder = SharedDataDir() / "pytorch-snapshots";
   return folder;
 }
 

@@ -184,6 +184,19 @@ class AllocationPolicy {
       const std::vector<FreeRegion>& /*free_regions*/) const {
     return {};
   }
+
+  // The environment CreatePolicy made this policy for (unset for a policy
+  // constructed directly), so that an allocator given the policy can refuse
+  // options that contradict it.
+  const std::optional<PolicyEnvironment>& created_for() const {
+    return created_for_;
+  }
+  void set_created_for(const PolicyEnvironment& environment) {
+    created_for_ = environment;
+  }
+
+ private:
+  std::optional<PolicyEnvironment> created_for_;
 };
 
 }  // namespace tensormem

@@ -91,6 +91,11 @@ class Allocator {
       MisusePolicy policy,
       std::function<void(const absl::Status&)> callback = nullptr);
 
+ protected:
+  // Hands a misuse error (a bad free, contradictory options) to the misuse
+  // policy.
+  void ReportMisuse(const absl::Status& status);
+
  private:
   virtual void* DoAllocate(size_t bytes, size_t alignment, int32_t stream) = 0;
   virtual absl::Status DoDeallocate(void* ptr) = 0;

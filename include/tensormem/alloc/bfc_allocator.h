@@ -51,6 +51,7 @@ namespace tensormem {
 
 namespace internal {
 class BfcCore;
+struct BfcChunk;
 }  // namespace internal
 
 // Per-request options of BfcAllocator::AllocateRaw.
@@ -100,7 +101,10 @@ class BfcAllocator final : public Allocator {
   BfcAllocator(std::unique_ptr<SubAllocator> upstream, size_t memory_limit,
                Options options = {});
   // Another policy (see policy_registry.h; create it for this upstream and
-  // limit). options.fragmentation_fraction is the policy's business.
+  // limit). options.fragmentation_fraction is the policy's business. Growth
+  // and the limit are the policy's environment's: options.allow_growth or a
+  // memory_limit that contradicts what CreatePolicy was given is misuse
+  // (options.misuse_policy; by default it aborts, naming both values).
   BfcAllocator(std::unique_ptr<SubAllocator> upstream, size_t memory_limit,
                Options options, std::unique_ptr<AllocationPolicy> policy);
   // TensorFlow's policy with a free index other than the fast one (tests,
@@ -221,6 +225,11 @@ class BfcAllocator final : public Allocator {
   BfcAllocator* PoolForThisThread();
   // The pool whose range holds `ptr`; nullptr when it is this one's.
   BfcAllocator* PoolOwning(const void* ptr) const;
+  // `field` of the live block at `ptr`, read under its pool's lock; nullopt
+  // when no block lives there.
+  template <typename Field>
+  std::optional<Field> LiveChunkField(const void* ptr,
+                                      Field internal::BfcChunk::*field) const;
   void* AllocateInPool(BfcAllocator& pool, size_t bytes, size_t alignment,
                        int32_t stream);
   // Every other pool's free regions back to the upstream; whether any went.

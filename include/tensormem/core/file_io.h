@@ -13,9 +13,10 @@
 
 namespace tensormem {
 
-// Writes `text` to `path` (created or truncated), or to standard output when
-// `path` is "-" (then flushed). Errors name the path: InvalidArgument when it
-// cannot be created, DataLoss when the write fails.
+// Writes `text` to `path` (created or truncated, its folders made), or to
+// standard output when `path` is "-" (then flushed). Errors name the path:
+// InvalidArgument when it or its folder cannot be created, DataLoss when the
+// write fails.
 absl::Status WriteTextFile(const std::string& path, std::string_view text);
 
 }  // namespace tensormem

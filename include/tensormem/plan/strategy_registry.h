@@ -6,7 +6,7 @@
 // on which the strategy would take minutes (unless `allow_slow`), times the
 // run, proves the plan valid with the checker and computes the lower bound.
 //
-//   const std::string path = "data/minimalloc/examples/input.12.csv";
+//   const std::string path = "data/models/resnet18.buffers.csv";
 //   TM_ASSIGN_OR_RETURN(BufferSet set, ReadBufferSetCsv(path));
 //   PlanOptions options;
 //   options.alignment = 64;

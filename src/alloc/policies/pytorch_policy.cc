@@ -211,8 +211,6 @@ class PytorchPolicy final : public AllocationPolicy {
   const uint64_t release_threshold_;
 };
 
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakePytorchPolicy(
     const PolicyEnvironment& environment,
     const std::vector<ConfigEntry>& config) {
@@ -231,6 +229,21 @@ absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakePytorchPolicy(
   if (!config.empty()) description += ")";
   return std::make_unique<PytorchPolicy>(environment, *parsed,
                                          std::move(description));
+}
+
+}  // namespace
+
+RegisteredPolicy PytorchPolicyEntry() {
+  return {{"pytorch",
+           "a model of PyTorch's CUDA caching allocator",
+           "max_split_size_mb, max_non_split_rounding_mb, "
+           "roundup_power2_divisions, garbage_collection_threshold, "
+           "expandable_segments",
+           {"expandable_segments:True", "max_split_size_mb:21",
+            "roundup_power2_divisions:4", "garbage_collection_threshold:0.5",
+            "max_non_split_rounding_mb:4,"
+            "roundup_power2_divisions:[1:1,64:8,>:2]"}},
+          MakePytorchPolicy};
 }
 
 }  // namespace tensormem::internal

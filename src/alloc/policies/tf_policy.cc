@@ -84,13 +84,18 @@ class TfPolicy final : public AllocationPolicy {
   bool increased_region_size_ = false;
 };
 
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakeTfPolicy(
     const PolicyEnvironment& environment,
     const std::vector<ConfigEntry>& config) {
   if (!config.empty()) return UnknownConfigKey("tf", config.front().key, "");
   return std::make_unique<TfPolicy>(environment);
+}
+
+}  // namespace
+
+RegisteredPolicy TfPolicyEntry() {
+  return {{"tf", "TensorFlow's BFC allocator, decision for decision", ""},
+          MakeTfPolicy};
 }
 
 }  // namespace tensormem::internal

@@ -177,8 +177,6 @@ absl::StatusOr<TightConfig> ParseTightConfig(
   return config;
 }
 
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakeTightPolicy(
     const PolicyEnvironment& environment,
     const std::vector<ConfigEntry>& entries) {
@@ -202,6 +200,29 @@ absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakePlannedPolicy(
     return granule;
   return std::make_unique<TightPolicy>(environment, config.planning,
                                        config.decommit_to_hold_peak);
+}
+
+}  // namespace
+
+RegisteredPolicy TightPolicyEntry() {
+  return {{"tight",
+           "best fit, always split, grow by what is lacking (tensormem's own)",
+           "decommit (hold_peak: give free granules back before growing past "
+           "the high-water mark; on_pressure: only when memory is short; "
+           "unset: on_pressure where a decommit drains a GPU)",
+           {"decommit:on_pressure"}},
+          MakeTightPolicy};
+}
+
+RegisteredPolicy PlannedPolicyEntry() {
+  return {{"planned",
+           "learns a repeating loop and serves it from an offline plan; tight "
+           "for the rest (planned_allocator.h)",
+           "planning (background: on a thread of its own; inline: when due, "
+           "on the allocating thread, the same in every run), decommit (as "
+           "tight's)",
+           {"planning:inline", "decommit:on_pressure"}},
+          MakePlannedPolicy};
 }
 
 }  // namespace tensormem::internal
