@@ -8,6 +8,8 @@
 //   ./bench/solver_hard_benchmark --count 200 --write /tmp/hard  # CSVs too
 //   ./bench/solver_hard_benchmark --count 200 --write /tmp/hard --stats
 //   ./bench/solver_hard_benchmark --family calibrated --stats
+//   ./bench/solver_hard_benchmark --suite --half judging --seconds 2 --threads
+//   2
 //
 // Flags: --count N (100), --first-seed S (1), --seconds T (wall limit per
 // instance, 3), --cpu-seconds C (also stop each instance after C CPU-seconds,
@@ -17,7 +19,10 @@
 // --family default|calibrated (CalibratedHardOptions: fitted to the
 // challenging sets' statistics), --stats (per instance: buffers, sections,
 // full sections, fill; no search; with --write: write the CSVs only). CPU
-// seconds come from getrusage, so they add up all threads.
+// seconds come from getrusage, so they add up all threads. --suite runs the
+// judged benchmark instead (solver_suite.h; --half tuning|judging|both, with
+// --seconds, --threads and --verbose; --count is the instances per generated
+// family); the shared data is read from TENSORMEM_SHARED_DATA if set.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -32,6 +37,7 @@
 
 #include "plan/solver/hard_instances.h"
 #include "plan/solver/problem.h"
+#include "solver_suite.h"
 #include "tensormem/plan/solver/optimal_planner.h"
 
 namespace tensormem {
@@ -54,6 +60,8 @@ struct Flags {
   bool verbose = false;
   bool stats = false;
   bool calibrated = false;
+  bool suite = false;
+  std::string half = "both";
 };
 
 bool ParseFlags(int argc, char** argv, Flags& flags) {
@@ -64,6 +72,16 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       flags.verbose = true;
     } else if (flag == "--stats") {
       flags.stats = true;
+    } else if (flag == "--suite") {
+      flags.suite = true;
+    } else if (flag == "--half" && has_value) {
+      flags.half = argv[++i];
+      if (flags.half != "tuning" && flags.half != "judging" &&
+          flags.half != "both") {
+        std::fprintf(stderr, "--half: tuning, judging or both, not %s\n",
+                     flags.half.c_str());
+        return false;
+      }
     } else if (flag == "--family" && has_value) {
       const std::string family = argv[++i];
       if (family != "default" && family != "calibrated") {
@@ -130,7 +148,24 @@ bool WriteInstance(const std::string& dir, uint64_t seed,
   return false;
 }
 
+int RunJudgedSuite(const Flags& flags) {
+  const char* shared = std::getenv("TENSORMEM_SHARED_DATA");
+  const std::vector<SuiteInstance> suite =
+      MakeSuite({.generated_per_family = flags.count,
+                 .data_dir = TENSORMEM_DATA_DIR,
+                 .shared_dir = shared != nullptr && *shared != '\0'
+                                   ? shared
+                                   : TENSORMEM_SHARED_DATA_DIR});
+  RunSuite(suite, {.seconds = flags.seconds,
+                   .threads = flags.threads,
+                   .tuning = flags.half != "judging",
+                   .judging = flags.half != "tuning",
+                   .verbose = flags.verbose});
+  return 0;
+}
+
 int Run(const Flags& flags) {
+  if (flags.suite) return RunJudgedSuite(flags);
   const solver_internal::HardInstanceOptions family =
       flags.calibrated ? solver_internal::CalibratedHardOptions()
                        : solver_internal::HardInstanceOptions{};
@@ -206,7 +241,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: solver_hard_benchmark [--count N] [--first-seed S] "
                  "[--seconds T] [--cpu-seconds C] [--threads K] [--write DIR] "
-                 "[--verbose] [--stats] [--family default|calibrated]\n");
+                 "[--verbose] [--stats] [--family default|calibrated] "
+                 "[--suite [--half tuning|judging|both]]\n");
     return 2;
   }
   return tensormem::Run(flags);
