@@ -37,34 +37,35 @@ void Add(std::vector<SuiteInstance>& suite, std::string name,
       {std::move(name), std::move(source), judging, std::move(hard)});
 }
 
-// The real sets to squeeze: data/models/*.buffers.csv, then idealloc's.
+// The real sets to squeeze, named by their path under data/ or the shared
+// data without ".csv": data/models/*.buffers.csv, then idealloc's.
 std::vector<std::pair<std::string, BufferSet>> RealSets(
     const SuiteOptions& options) {
-  std::vector<std::string> paths;
+  std::vector<std::pair<std::string, std::string>> named_paths;
   std::error_code error;
   for (const auto& entry :
        fs::directory_iterator(fs::path(options.data_dir) / "models", error)) {
-    if (entry.path().string().ends_with(".buffers.csv"))
-      paths.push_back(entry.path().string());
+    const std::string file = entry.path().filename().string();
+    if (file.ends_with(".buffers.csv")) {
+      named_paths.emplace_back("models/" + file.substr(0, file.find('.')),
+                               entry.path().string());
+    }
   }
-  std::sort(paths.begin(), paths.end());
-  for (const char* shared :
-       {"idealloc/iree/iree_mobilenet.csv",
-        "idealloc/somas_tensors/resnet50.csv",
-        "idealloc/somas_tensors/tiny_bert.csv", "idealloc/iopddl/G_1.csv"}) {
-    const fs::path path = fs::path(options.shared_dir) / shared;
-    if (fs::exists(path, error)) paths.push_back(path.string());
+  std::sort(named_paths.begin(), named_paths.end());
+  for (const std::string shared :
+       {"idealloc/iree/iree_mobilenet", "idealloc/somas_tensors/resnet50",
+        "idealloc/somas_tensors/tiny_bert", "idealloc/iopddl/G_1"}) {
+    const fs::path path = fs::path(options.shared_dir) / (shared + ".csv");
+    if (fs::exists(path, error)) named_paths.emplace_back(shared, path);
   }
   std::vector<std::pair<std::string, BufferSet>> sets;
-  for (const std::string& path : paths) {
+  for (const auto& [name, path] : named_paths) {
     absl::StatusOr<BufferSet> set = ReadBufferSetCsv(path);
     if (!set.ok()) {
       std::fprintf(stderr, "suite: left out: %s\n",
                    std::string(set.status().message()).c_str());
     } else if (set->buffers.size() <= kMaxSqueezedBuffers) {
-      std::string name = fs::path(path).filename().string();
-      name = name.substr(0, name.find('.'));
-      sets.emplace_back(std::move(name), *std::move(set));
+      sets.emplace_back(name, *std::move(set));
     }
   }
   return sets;
@@ -137,7 +138,14 @@ bool InJudgingHalf(std::string_view name) {
     hash ^= static_cast<unsigned char>(c);
     hash *= 1099511628211ull;
   }
-  return (hash >> 32) & 1;
+  // FNV-1a alone barely mixes the last characters into any one bit (names
+  // differ in their seeds): a final avalanche (MurmurHash3's) does.
+  hash ^= hash >> 33;
+  hash *= 0xff51afd7ed558ccdull;
+  hash ^= hash >> 33;
+  hash *= 0xc4ceb9fe1a85ec53ull;
+  hash ^= hash >> 33;
+  return hash & 1;
 }
 
 std::vector<SuiteInstance> MakeSuite(const SuiteOptions& options) {

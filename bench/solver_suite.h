@@ -30,14 +30,15 @@ struct SuiteInstance {
 };
 
 struct SuiteOptions {
-  int generated_per_family = 150;
+  int generated_per_family = 100;
   int squeezes_per_set = 10;
   std::string data_dir;    // the repository's data/
   std::string shared_dir;  // ../shared/data; missing sets are left out
 };
 
-// Whether `name` belongs to the judging half: a fixed hash (FNV-1a), so the
-// halves never change with the machine, the order or the suite's size.
+// Whether `name` belongs to the judging half: a fixed hash (FNV-1a with a
+// final avalanche), so the halves never change with the machine, the order or
+// the suite's size.
 bool InJudgingHalf(std::string_view name);
 
 // Every instance, generated in a fixed order; sets that cannot be read are

@@ -177,29 +177,20 @@ absl::StatusOr<TightConfig> ParseTightConfig(
   return config;
 }
 
-absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakeTightPolicy(
-    const PolicyEnvironment& environment,
+// `tight`, or `planned`: what no plan serves is placed as `tight` does, so
+// the planned allocator's fallback never holds more than `tight` would.
+absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakeTightFamilyPolicy(
+    std::string_view policy, const PolicyEnvironment& environment,
     const std::vector<ConfigEntry>& entries) {
   TM_ASSIGN_OR_RETURN(const TightConfig config,
-                      ParseTightConfig("tight", entries));
+                      ParseTightConfig(policy, entries));
   if (absl::Status granule = CheckGranule(environment); !granule.ok())
     return granule;
-  return std::make_unique<TightPolicy>(environment,
-                                       AllocationPolicy::LoopPlanning::kNone,
-                                       config.decommit_to_hold_peak);
-}
-
-// `planned` places what no plan serves as `tight` does: the planned
-// allocator's fallback must never hold more than `tight` would.
-absl::StatusOr<std::unique_ptr<AllocationPolicy>> MakePlannedPolicy(
-    const PolicyEnvironment& environment,
-    const std::vector<ConfigEntry>& entries) {
-  TM_ASSIGN_OR_RETURN(const TightConfig config,
-                      ParseTightConfig("planned", entries));
-  if (absl::Status granule = CheckGranule(environment); !granule.ok())
-    return granule;
-  return std::make_unique<TightPolicy>(environment, config.planning,
-                                       config.decommit_to_hold_peak);
+  return std::make_unique<TightPolicy>(
+      environment,
+      policy == "planned" ? config.planning
+                          : AllocationPolicy::LoopPlanning::kNone,
+      config.decommit_to_hold_peak);
 }
 
 }  // namespace
@@ -211,7 +202,10 @@ RegisteredPolicy TightPolicyEntry() {
            "the high-water mark; on_pressure: only when memory is short; "
            "unset: on_pressure where a decommit drains a GPU)",
            {"decommit:on_pressure"}},
-          MakeTightPolicy};
+          [](const PolicyEnvironment& environment,
+             const std::vector<ConfigEntry>& entries) {
+            return MakeTightFamilyPolicy("tight", environment, entries);
+          }};
 }
 
 RegisteredPolicy PlannedPolicyEntry() {
@@ -222,7 +216,10 @@ RegisteredPolicy PlannedPolicyEntry() {
            "on the allocating thread, the same in every run), decommit (as "
            "tight's)",
            {"planning:inline", "decommit:on_pressure"}},
-          MakePlannedPolicy};
+          [](const PolicyEnvironment& environment,
+             const std::vector<ConfigEntry>& entries) {
+            return MakeTightFamilyPolicy("planned", environment, entries);
+          }};
 }
 
 }  // namespace tensormem::internal
