@@ -22,7 +22,8 @@
 // seconds come from getrusage, so they add up all threads. --suite runs the
 // judged benchmark instead (solver_suite.h; --half tuning|judging|both, with
 // --seconds, --threads and --verbose; --count is the instances per generated
-// family); the shared data is read from TENSORMEM_SHARED_DATA if set.
+// family; --write DIR writes the instances instead of running them); the
+// shared data is read from TENSORMEM_SHARED_DATA if set.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -156,10 +157,13 @@ int RunJudgedSuite(const Flags& flags) {
                  .shared_dir = shared != nullptr && *shared != '\0'
                                    ? shared
                                    : TENSORMEM_SHARED_DATA_DIR});
+  const bool tuning = flags.half != "judging", judging = flags.half != "tuning";
+  if (!flags.write_dir.empty())
+    return WriteSuite(suite, flags.write_dir, tuning, judging) ? 0 : 1;
   RunSuite(suite, {.seconds = flags.seconds,
                    .threads = flags.threads,
-                   .tuning = flags.half != "judging",
-                   .judging = flags.half != "tuning",
+                   .tuning = tuning,
+                   .judging = judging,
                    .verbose = flags.verbose});
   return 0;
 }

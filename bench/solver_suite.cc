@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <utility>
 
@@ -173,6 +174,28 @@ std::vector<SuiteInstance> MakeSuite(const SuiteOptions& options) {
   }
   AddChallenging(suite, options.shared_dir);
   return suite;
+}
+
+bool WriteSuite(const std::vector<SuiteInstance>& suite, const std::string& dir,
+                bool tuning, bool judging) {
+  for (const SuiteInstance& instance : suite) {
+    if (instance.judging ? !judging : !tuning) continue;
+    std::string file = instance.name;
+    std::replace(file.begin(), file.end(), '/', '_');
+    const fs::path folder =
+        fs::path(dir) / (instance.judging ? "judging" : "tuning");
+    std::error_code error;
+    fs::create_directories(folder, error);
+    const fs::path path =
+        folder / (file + "." + std::to_string(instance.hard.capacity) + ".csv");
+    std::ofstream out(path);
+    out << FormatBufferSetCsv(instance.hard.set);
+    if (!out.good()) {
+      std::fprintf(stderr, "%s: cannot write\n", path.c_str());
+      return false;
+    }
+  }
+  return true;
 }
 
 void RunSuite(const std::vector<SuiteInstance>& suite,

@@ -45,6 +45,12 @@ bool InJudgingHalf(std::string_view name);
 // named on stderr and left out.
 std::vector<SuiteInstance> MakeSuite(const SuiteOptions& options);
 
+// Writes each instance of the chosen halves as DIR/<half>/<name, '/' -> '_'>.
+// <capacity>.csv (MiniMalloc's column layout and naming, for
+// tools/solver_compare.py and other solvers). Errors name the file.
+bool WriteSuite(const std::vector<SuiteInstance>& suite, const std::string& dir,
+                bool tuning, bool judging);
+
 struct SuiteRunOptions {
   double seconds = 2;  // wall limit per instance
   int threads = 2;

@@ -10,6 +10,9 @@ solver_hard_benchmark --write produced:
   ./build/default/bench/solver_hard_benchmark --count 200 --write /tmp/hard
   tools/solver_compare.py --binary ./build/default/tensormem --dir /tmp/hard \
       --capacity 1048576 --time-limit 2
+  ./build/default/bench/solver_hard_benchmark --suite --write /tmp/suite
+  tools/solver_compare.py --binary ./build/default/tensormem \
+      --dir /tmp/suite/judging      # capacities from the file names
   tools/solver_compare.py --binary ./build/default/tensormem \
       --binary /work/minimalloc-ref/run.sh --dir /tmp/hard --verbose
 
@@ -40,6 +43,17 @@ def run_one(binary, path, capacity, time_limit):
     return os.waitstatus_to_exitcode(status) == 0, cpu
 
 
+def capacity_of(args, path):
+    """--capacity, or the number before .csv in the name (A.1048576.csv, as
+    MiniMalloc names its sets and `solver_hard_benchmark --suite --write`
+    names its instances), or 1048576."""
+    if args.capacity is not None:
+        return args.capacity
+    stem = os.path.basename(path)[:-len(".csv")]
+    last = stem.rsplit(".", 1)[-1]
+    return int(last) if "." in stem and last.isdigit() else 1048576
+
+
 def run_all(args, paths):
     """Returns {binary: {name: (fits, cpu)}}, solvers rotating per instance."""
     results = {binary: {} for binary in args.binary}
@@ -47,7 +61,8 @@ def run_all(args, paths):
         name = os.path.basename(path)
         shift = index % len(args.binary)
         for binary in args.binary[shift:] + args.binary[:shift]:
-            ok, cpu = run_one(binary, path, args.capacity, args.time_limit)
+            ok, cpu = run_one(binary, path, capacity_of(args, path),
+                              args.time_limit)
             results[binary][name] = (ok, cpu)
             if args.verbose:
                 print(f"{name} {binary} {'fits' if ok else 'no fit'} "
@@ -83,7 +98,8 @@ def main():
     parser.add_argument("--binary", required=True, action="append",
                         help="tensormem binary or wrapper (repeatable)")
     parser.add_argument("--dir", required=True, help="directory of CSVs")
-    parser.add_argument("--capacity", type=int, default=1048576)
+    parser.add_argument("--capacity", type=int, default=None,
+                        help="default: from each file's name, else 1048576")
     parser.add_argument("--time-limit", type=float, default=2,
                         help="wall-clock seconds per instance")
     parser.add_argument("--cpu-budget", type=float, default=1.0)
