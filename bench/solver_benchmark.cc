@@ -19,6 +19,7 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
+#include "shared_data.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/solver/optimal_planner.h"
 
@@ -26,11 +27,8 @@ namespace tensormem {
 namespace {
 
 BufferSet Load(const std::string& relative) {
-  const char* configured = std::getenv("TENSORMEM_SHARED_DATA");
-  const std::string folder = configured != nullptr && *configured != '\0'
-                                 ? configured
-                                 : TENSORMEM_SHARED_DATA_DIR;
-  absl::StatusOr<BufferSet> set = ReadBufferSetCsv(folder + "/" + relative);
+  absl::StatusOr<BufferSet> set =
+      ReadBufferSetCsv((SharedDataDir() / relative).string());
   if (!set.ok()) {
     std::fprintf(stderr, "%s (the shared data: set TENSORMEM_SHARED_DATA)\n",
                  std::string(set.status().message()).c_str());

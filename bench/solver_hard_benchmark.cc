@@ -38,6 +38,7 @@
 
 #include "plan/solver/hard_instances.h"
 #include "plan/solver/problem.h"
+#include "shared_data.h"
 #include "solver_suite.h"
 #include "tensormem/plan/solver/optimal_planner.h"
 
@@ -150,13 +151,10 @@ bool WriteInstance(const std::string& dir, uint64_t seed,
 }
 
 int RunJudgedSuite(const Flags& flags) {
-  const char* shared = std::getenv("TENSORMEM_SHARED_DATA");
   const std::vector<SuiteInstance> suite =
       MakeSuite({.generated_per_family = flags.count,
                  .data_dir = TENSORMEM_DATA_DIR,
-                 .shared_dir = shared != nullptr && *shared != '\0'
-                                   ? shared
-                                   : TENSORMEM_SHARED_DATA_DIR});
+                 .shared_dir = SharedDataDir().string()});
   const bool tuning = flags.half != "judging", judging = flags.half != "tuning";
   if (!flags.write_dir.empty())
     return WriteSuite(suite, flags.write_dir, tuning, judging) ? 0 : 1;

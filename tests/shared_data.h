@@ -2,7 +2,7 @@
 // buffer sets and real GPU snapshots live in ../shared/data beside the
 // checkout (CMake's TENSORMEM_SHARED_DATA_DIR), or where the environment
 // variable TENSORMEM_SHARED_DATA points. Tests that need a file skip, saying
-// which, where it is absent:
+// which, where it is absent (the benchmarks that read it use SharedDataDir):
 //
 //   TENSORMEM_SHARED_DATA_OR_SKIP(path, "minimalloc/examples/input.12.csv");
 //   ReadBufferSetCsv(path);
