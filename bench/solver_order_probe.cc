@@ -6,6 +6,7 @@
 //   ./bench/solver_order_probe --csv $sets/B.1048576.csv
 //   ./bench/solver_order_probe --seed 7 --orders 20 --limit 200000
 //   ./bench/solver_order_probe --csv packed.csv --guide  # its offset column
+//   ./bench/solver_order_probe --csv model.csv --squeeze 1 --guide
 //
 // Flags: --csv PATH (capacity --capacity, default 1048576) or --seed S (a
 // generated hard instance at its capacity; --family calibrated for
@@ -14,10 +15,11 @@
 // 1,000,000), --no-rerank, --guide (a known packing guides the search: a
 // hard instance's own, or the CSV's offset column, e.g. another solver's
 // output; its choices show where that packing departs from each order's
-// first tries). For every fit it prints, per placement
-// that was not its node's first candidate, depth:position:nodes spent on
-// the failed siblings before it (all of them with --guide, else those
-// costing at least 1% of the run): where the nodes went.
+// first tries); --squeeze S (the CSV's set squeezed as the judged benchmark
+// does, SqueezeRealSet with seed S, at its height, with its packing). For every
+// fit it prints, per placement that was not its node's first candidate,
+// depth:position:nodes spent on the failed siblings before it (all of them with
+// --guide, else those costing at least 1% of the run): where the nodes went.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +29,7 @@
 #include "plan/solver/feasibility_search.h"
 #include "plan/solver/hard_instances.h"
 #include "plan/solver/problem.h"
+#include "plan/solver/squeezed_instances.h"
 #include "plan/solver/static_orders.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/checker.h"
@@ -46,7 +49,7 @@ std::vector<uint64_t> GivenOffsets(const BufferSet& set) {
 
 int Main(int argc, char** argv) {
   std::string csv;
-  uint64_t seed = 0, limit = 1000000, capacity = 1048576;
+  uint64_t seed = 0, squeeze = 0, limit = 1000000, capacity = 1048576;
   int orders = solver_internal::kBaseOrderCount;
   bool rerank = true, guided = false, calibrated = false;
   for (int i = 1; i < argc; ++i) {
@@ -56,6 +59,8 @@ int Main(int argc, char** argv) {
       csv = argv[++i];
     } else if (flag == "--seed" && has_value) {
       seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (flag == "--squeeze" && has_value) {
+      squeeze = std::strtoull(argv[++i], nullptr, 10);
     } else if (flag == "--orders" && has_value) {
       orders = std::atoi(argv[++i]);
     } else if (flag == "--limit" && has_value) {
@@ -84,6 +89,20 @@ int Main(int argc, char** argv) {
     }
     set = *read;
     packing = GivenOffsets(set);
+    if (squeeze != 0) {
+      absl::StatusOr<solver_internal::HardInstance> hard =
+          solver_internal::SqueezeRealSet(set, squeeze);
+      if (!hard.ok()) {
+        std::fprintf(stderr, "%s\n",
+                     std::string(hard.status().message()).c_str());
+        return 1;
+      }
+      set = hard->set;
+      capacity = hard->capacity;
+      packing = hard->offsets;
+      for (size_t i = 0; i < set.buffers.size(); ++i)
+        set.buffers[i].offset = packing[i];
+    }
   } else if (seed != 0) {
     solver_internal::HardInstance hard = solver_internal::MakeHardInstance(
         seed, calibrated ? solver_internal::CalibratedHardOptions()
