@@ -77,18 +77,24 @@ bool FutexMutex::TryTakeFreeLock(Wait& wait) {
   // for a few nanoseconds between them; taking it then would move the pool
   // to this core after a few operations. So the lock itself is looked at
   // seldom (each look pulls its line from the holder): at rounds 1, 2, 4,
-  // then every kRoundsPerLook; and taken when free at two looks in a row
-  // (the holder has left), or at any look after kTurnNanos.
+  // then every kRoundsPerLook; and taken when the holder has left, or at
+  // any look after kTurnNanos.
   const int round = wait.round;
   const bool look = round < kRoundsPerLook ? (round & (round - 1)) == 0
                                            : round % kRoundsPerLook == 0;
   if (!look && !wait.asleep) return false;
   int state = state_.load(std::memory_order_relaxed);
-  wait.unlocked_looks = state == kUnlocked ? wait.unlocked_looks + 1 : 0;
+  const int unlocks = unlocks_with_waiters_.load(std::memory_order_relaxed);
+  // Free at two looks with no unlock between them: the holder has left. A
+  // holder between two critical sections counts an unlock at each, since
+  // this waiter is counted in.
+  const bool holder_left = state == kUnlocked && wait.free_at_last_look &&
+                           unlocks == wait.unlocks_at_last_look;
+  wait.free_at_last_look = state == kUnlocked;
+  wait.unlocks_at_last_look = unlocks;
   wait.long_enough = wait.long_enough || NowNanos() - wait.since >= kTurnNanos;
   // After a turn, also a hand-off that no waiter took.
-  const bool may_take = (state == kUnlocked && wait.unlocked_looks >= 2) ||
-                        (state != kLocked && wait.long_enough);
+  const bool may_take = holder_left || (state != kLocked && wait.long_enough);
   return may_take && state_.compare_exchange_strong(state, kLocked,
                                                     std::memory_order_acquire,
                                                     std::memory_order_relaxed);
@@ -111,7 +117,7 @@ void FutexMutex::Pause(Wait& wait) {
 }
 
 void FutexMutex::HandToWaiter() {
-  unlocks_with_waiters_ = 0;
+  unlocks_with_waiters_.store(0, std::memory_order_relaxed);
   state_.store(kHandedOff, std::memory_order_release);
   handoffs_.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_relaxed) != 0) FutexWakeOne(&state_);

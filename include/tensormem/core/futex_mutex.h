@@ -10,11 +10,12 @@
 // threads that took turns at every operation ran 4 to 8 times slower than one
 // thread alone, whether the waiter slept (woken at every unlock) or spun; a
 // waiter that looked at the lock often slowed the holder by half (docs/bfc.md,
-// Threads). So here a waiter looks rarely (pauses doubling between looks, then
-// sleeps), takes the lock only when it is handed over or plainly free (free at
-// two looks in a row, or at all after kTurnNanos), and the holder keeps the
-// lock across its critical sections until it has unlocked kBatch times with a
-// waiter present, then hands it over: the holder cannot take it back first.
+// Threads). So here a waiter looks rarely and soon sleeps, takes the lock only
+// when it is handed over or the holder has left (free at two looks in a row
+// with no unlock between them; a holder that is only between two critical
+// sections unlocks in between), and the holder keeps the lock across its
+// critical sections until it has unlocked kBatch times with a waiter present,
+// then hands it over: the holder cannot take it back first.
 // Not recursive; fair only across batches. ThreadSanitizer sees the
 // acquire/release atomics; the futex calls only sleep and wake.
 //
@@ -34,10 +35,11 @@ namespace tensormem {
 class FutexMutex {
  public:
   // Unlocks with a waiter present before the lock is handed over; how long
-  // a waiter waits before it takes any free lock; how often a sleeping
+  // a waiter waits before it takes any lock not held (a safety net: a
+  // hand-off or a holder that left comes first); how often a sleeping
   // waiter looks on its own.
   static constexpr int kBatch = 65536;
-  static constexpr int64_t kTurnNanos = 200'000;
+  static constexpr int64_t kTurnNanos = 5'000'000;
   static constexpr int kPollMicros = 50;
 
   FutexMutex() = default;
@@ -62,10 +64,16 @@ class FutexMutex {
   }
 
   void unlock() {
-    if (waiters_.load(std::memory_order_seq_cst) != 0 &&
-        ++unlocks_with_waiters_ >= kBatch) {
-      HandToWaiter();
-      return;
+    if (waiters_.load(std::memory_order_seq_cst) != 0) {
+      // Only holders write it; waiters read it to tell a holder between
+      // two critical sections from one that has left.
+      const int unlocks =
+          unlocks_with_waiters_.load(std::memory_order_relaxed) + 1;
+      unlocks_with_waiters_.store(unlocks, std::memory_order_relaxed);
+      if (unlocks >= kBatch) {
+        HandToWaiter();
+        return;
+      }
     }
     state_.store(kUnlocked, std::memory_order_release);
   }
@@ -91,17 +99,19 @@ class FutexMutex {
   static constexpr int kHandedOff = 2;
   // A waiting thread's rounds: a few pauses each (about 0.1 us each here),
   // a look at the lock every kRoundsPerLook (after a few early ones), and
-  // sleep after kSpinRounds.
+  // sleep after kSpinRounds (about 200 us): a turn lasts a batch, and a
+  // spinning waiter slows the holder.
   static constexpr int kPausesPerRound = 32;
   static constexpr int kRoundsPerLook = 2;
-  static constexpr int kSpinRounds = 8192;
+  static constexpr int kSpinRounds = 64;
 
   // A waiting thread's progress (LockContended's steps).
   struct Wait {
     uint64_t handoffs_seen = 0;
     int64_t since = 0;  // steady clock, ns
     int round = 0;
-    int unlocked_looks = 0;
+    bool free_at_last_look = false;
+    int unlocks_at_last_look = 0;
     bool long_enough = false;  // waited kTurnNanos
     bool asleep = false;       // past kSpinRounds
   };
@@ -113,8 +123,8 @@ class FutexMutex {
 
   std::atomic<int> state_{kUnlocked};
   std::atomic<int> waiters_{0};
-  std::atomic<int> sleepers_{0};  // of the waiters, those asleep
-  int unlocks_with_waiters_ = 0;  // by the holders, under the lock
+  std::atomic<int> sleepers_{0};              // of the waiters, those asleep
+  std::atomic<int> unlocks_with_waiters_{0};  // since the last hand-off
   std::atomic<uint64_t> contended_{0};
   std::atomic<uint64_t> parked_{0};
   // Waiters watch it instead of the lock: on a line of its own.
