@@ -13,6 +13,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing_arena::ExpectValidPlan;
 using testing_arena::FixtureGraph;
+using testing_arena::GraphWithTemporaryAndOptionals;
 using testing_arena::Offset;
 using testing_arena::PlanAll;
 using testing_arena::SimpleGraph;
@@ -26,13 +27,6 @@ void ExpectOffsets(const ArenaPlanner& planner,
   for (size_t t = 0; t < expected.size(); ++t) {
     EXPECT_EQ(Offset(planner, t), expected[t]) << "tensor " << t;
   }
-}
-
-// in[0,-1,1]; [0,1]->[2]; [2,0]->[4] t[5]; [4,-1]->[3]; out[3]
-ArenaGraph GraphWithTemporaryAndOptionals(std::vector<int> variables = {}) {
-  return FixtureGraph({0, -1, 1},
-                      {{{0, 1}, {2}}, {{2, 0}, {4}, {5}}, {{4, -1}, {3}}}, {3},
-                      variables);
 }
 
 TEST(GreedyPlannerTest, EmptyGraph) {

@@ -13,6 +13,7 @@ using ::testing::HasSubstr;
 using testing_arena::Events;
 using testing_arena::ExpectValidPlan;
 using testing_arena::FixtureGraph;
+using testing_arena::GraphWithTemporaryAndOptionals;
 using testing_arena::Offset;
 using testing_arena::PlanAll;
 using testing_arena::SimpleGraph;
@@ -22,13 +23,6 @@ ArenaPlannerOptions Queue(bool preserve_inputs = false) {
       testing_arena::TestOptions(ArenaPlannerKind::kQueue);
   options.preserve_inputs = preserve_inputs;
   return options;
-}
-
-// in[0,-1,1]; [0,1]->[2]; [2,0]->[4] t[5]; [4,-1]->[3]; out[3]
-ArenaGraph GraphWithTemporaryAndOptionals(std::vector<int> variables = {}) {
-  return FixtureGraph({0, -1, 1},
-                      {{{0, 1}, {2}}, {{2, 0}, {4}, {5}}, {{4, -1}, {3}}}, {3},
-                      variables);
 }
 
 TEST(QueuePlannerTest, EmptyGraph) {

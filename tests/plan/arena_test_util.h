@@ -62,6 +62,15 @@ inline ArenaGraph SimpleGraph() {
                       {3});
 }
 
+// Optional (-1) inputs and a temporary: in[0,-1,1]; [0,1]->[2];
+// [2,0]->[4] t[5]; [4,-1]->[3]; out[3].
+inline ArenaGraph GraphWithTemporaryAndOptionals(
+    std::vector<int> variables = {}) {
+  return FixtureGraph({0, -1, 1},
+                      {{{0, 1}, {2}}, {{2, 0}, {4}, {5}}, {{4, -1}, {3}}}, {3},
+                      variables);
+}
+
 inline ArenaPlannerOptions TestOptions(ArenaPlannerKind kind) {
   return {.planner = kind, .tensor_alignment = 4};
 }

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
+#include "repo_path.h"
 #include "tensormem/core/status_macros.h"
 #include "tensormem/plan/arena/arena_graph.h"
 #include "tensormem/plan/arena/arena_planner.h"
@@ -19,10 +20,6 @@
 
 namespace tensormem {
 namespace {
-
-std::string RepoPath(const std::string& relative) {
-  return std::string(TENSORMEM_SOURCE_DIR) + "/" + relative;
-}
 
 absl::Status StrategyRegistryExample() {
   const std::string path = RepoPath("data/models/resnet18.buffers.csv");

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "repo_path.h"
 #include "tensormem/alloc/allocator_spec.h"
 #include "tensormem/core/status_macros.h"
 #include "tensormem/core/units.h"
@@ -30,10 +31,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-std::string RepoPath(const std::string& relative) {
-  return std::string(TENSORMEM_SOURCE_DIR) + "/" + relative;
-}
 
 absl::Status TraceIoExample() {
   const std::string vit = RepoPath("data/models/vit_b_16.infer_b8.trace.gz");

@@ -37,7 +37,7 @@ std::vector<std::string> CommittedSnapshots() {
 }
 
 // The test's name for a snapshot: its run and file, as gtest accepts them.
-std::string NameOf(const testing::TestParamInfo<std::string>& info) {
+std::string RunAndFileName(const testing::TestParamInfo<std::string>& info) {
   const fs::path path(info.param);
   std::string name = path.parent_path().parent_path().filename().string() +
                      "_" + path.filename().string();
@@ -74,7 +74,8 @@ TEST_P(GpuSnapshotTest, ReplaysExactlyAsRecorded) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Committed, GpuSnapshotTest,
-                         testing::ValuesIn(CommittedSnapshots()), NameOf);
+                         testing::ValuesIn(CommittedSnapshots()),
+                         RunAndFileName);
 
 // The training loops recorded on the GPU (train-*.pickle.gz) repeat: the
 // planned policy must never reserve more than tight there (issue: a plan

@@ -40,7 +40,8 @@ std::vector<std::string> SharedSnapshots() {
   return names;
 }
 
-std::string NameOf(const testing::TestParamInfo<std::string>& info) {
+// The test's name for a snapshot: its file name, as gtest accepts it.
+std::string FileName(const testing::TestParamInfo<std::string>& info) {
   std::string name = info.param.empty() ? "absent" : info.param;
   std::replace_if(
       name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
@@ -124,7 +125,7 @@ TEST_P(SharedSnapshotTest, WhatIfHasTheRecordedRowAndAdvice) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, SharedSnapshotTest,
-                         testing::ValuesIn(SharedSnapshots()), NameOf);
+                         testing::ValuesIn(SharedSnapshots()), FileName);
 
 }  // namespace
 }  // namespace tensormem
