@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "repo_path.h"
 #include "tensormem/model/onnx_model.h"
 #include "tensormem/plan/buffer_set.h"
 
@@ -15,15 +16,11 @@ constexpr const char* kModels[] = {
     "mobilenet_v2",    "mobilenet_v3_large",     "resnet50", "inception_v3",
     "efficientnet_b0", "deeplabv3_mobilenet_v3", "vit_b_16"};
 
-std::string SourcePath(const std::string& relative) {
-  return std::string(TENSORMEM_SOURCE_DIR) + "/" + relative;
-}
-
 ModelGraph LoadBundled(const std::string& name, bool fuse) {
   OnnxLoadOptions options;
   options.fuse_activations = fuse;
   absl::StatusOr<ModelGraph> model =
-      LoadOnnxModel(SourcePath("data/onnx/" + name + ".onnx"), options);
+      LoadOnnxModel(RepoPath("data/onnx/" + name + ".onnx"), options);
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? *std::move(model) : ModelGraph();
 }
@@ -62,7 +59,7 @@ TEST(BundledModelsTest, AgreesWithTheTorchFxBufferSets) {
         Case{"resnet50", 2048 * 4}}) {
     SCOPED_TRACE(c.model);
     absl::StatusOr<BufferSet> fx = ReadBufferSetCsv(
-        SourcePath(std::string("data/models/") + c.model + ".buffers.csv"));
+        RepoPath(std::string("data/models/") + c.model + ".buffers.csv"));
     ASSERT_TRUE(fx.ok()) << fx.status();
     const BufferSet onnx = ModelBufferSet(LoadBundled(c.model, true));
     EXPECT_EQ(onnx.buffers.size(), fx->buffers.size() + 1);
