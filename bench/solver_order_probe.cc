@@ -78,6 +78,10 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
+  if (squeeze != 0 && csv.empty()) {
+    std::fprintf(stderr, "--squeeze needs --csv: it squeezes that set\n");
+    return 2;
+  }
   BufferSet set;
   std::vector<uint64_t> packing;  // per set buffer, for --guide
   if (!csv.empty()) {
