@@ -241,33 +241,29 @@ std::vector<Lifetime> Lifetimes(const LoopHistory& history,
   return lifetimes;
 }
 
-// Offsets, frees_before and free_rank: the order of the arena's frees within
-// the iteration, and how many each allocation waits for.
+// frees_before, free_rank and previous_freed: the order of the arena's frees
+// within the iteration, how many each allocation waits for, and when the
+// previous iteration's instances go.
 void OrderFrees(const LoopHistory& history, size_t begin, size_t end,
-                const std::vector<uint64_t>& offsets,
-                const std::vector<size_t>& buffer_of, LoopPlan& plan) {
+                LoopPlan& plan) {
   uint32_t frees = 0;
   size_t next = 0;
   const uint64_t first = plan.shape.first_sequence;
+  const uint64_t period = plan.shape.period;
   for (size_t e = begin; e < end; ++e) {
     const LoopEvent& event = history.events[e];
     if (event.kind == LoopEventKind::kAlloc) {
-      PlannedRequest& request = plan.requests[next];
-      request.frees_before = frees;
-      if (request.in_arena) {
-        request.offset = offsets[buffer_of[next]];
-        request.slot =
-            plan.slot_of_offset
-                .try_emplace(request.offset,
-                             static_cast<uint32_t>(plan.slot_of_offset.size()))
-                .first->second;
-      }
-      ++next;
+      plan.requests[next++].frees_before = frees;
     } else if (event.kind == LoopEventKind::kFree &&
                event.value != kUnloggedBlock && event.value >= first &&
-               event.value - first < plan.shape.period) {
+               event.value - first < period) {
       plan.requests[event.value - first].free_rank = frees++;
       plan.free_order.push_back(static_cast<uint32_t>(event.value - first));
+    } else if (event.kind == LoopEventKind::kFree &&
+               event.value != kUnloggedBlock && event.value < first &&
+               event.value + period >= first) {
+      plan.requests[event.value + period - first].previous_freed =
+          static_cast<int64_t>(e - begin);
     }
   }
   plan.arena_frees = frees;
@@ -345,8 +341,31 @@ absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
   }
   plan.arena_bytes = placed->total_size;
   plan.peak_arena_live = placed->lower_bound;
-  OrderFrees(history, begin, end, placed->offsets, buffer_of, plan);
+  std::vector<uint64_t> offset_of_request(shape.period, 0);
+  for (size_t j = 0; j < shape.period; ++j) {
+    if (plan.requests[j].in_arena)
+      offset_of_request[j] = placed->offsets[buffer_of[j]];
+  }
+  AssignOffsets(offset_of_request, plan);
+  OrderFrees(history, begin, end, plan);
+  plan.arena_buffers = std::move(set.buffers);
+  plan.iteration_events = static_cast<int64_t>(end - begin);
   return plan;
+}
+
+void AssignOffsets(const std::vector<uint64_t>& offset_of_request,
+                   LoopPlan& plan) {
+  plan.slot_of_offset.clear();
+  for (size_t j = 0; j < plan.requests.size(); ++j) {
+    PlannedRequest& request = plan.requests[j];
+    if (!request.in_arena) continue;
+    request.offset = offset_of_request[j];
+    request.slot =
+        plan.slot_of_offset
+            .try_emplace(request.offset,
+                         static_cast<uint32_t>(plan.slot_of_offset.size()))
+            .first->second;
+  }
 }
 
 }  // namespace tensormem::alloc_internal

@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "tensormem/plan/buffer_set.h"
 
 namespace tensormem::alloc_internal {
 
@@ -91,6 +92,9 @@ struct PlannedRequest {
   uint32_t frees_before = 0;
   uint32_t free_rank = 0;
   uint32_t slot = 0;  // arena blocks: the index of `offset` among the plan's
+  // When the previous iteration's instance of this request is freed, in
+  // events from the iteration's start; -1 when not within the iteration.
+  int64_t previous_freed = -1;
 };
 
 struct LoopPlan {
@@ -108,7 +112,17 @@ struct LoopPlan {
   // The distinct offsets of arena blocks, numbered: at most one live block
   // starts at each, so a free finds its block by one lookup.
   absl::flat_hash_map<uint64_t, uint32_t> slot_of_offset;
+  // What the arena's planner placed (id: the request), lifetimes in events
+  // from the iteration's start, of `iteration_events` in all: the plan can
+  // be placed again around blocks already in memory (loop_placement.h).
+  std::vector<Buffer> arena_buffers;
+  int64_t iteration_events = 0;
 };
+
+// Gives the arena blocks of `plan` the offsets `offset_of_request` (by
+// request; outliving ones ignored), numbering their distinct offsets.
+void AssignOffsets(const std::vector<uint64_t>& offset_of_request,
+                   LoopPlan& plan);
 
 // The plan for the iteration of `shape` in the history (which must hold it
 // and the allocation that follows it). The arena is placed by best fit under

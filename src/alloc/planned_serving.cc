@@ -27,13 +27,15 @@ PlannedServing::PlannedServing(BfcAllocator& fallback, bool background_planning,
 }
 
 PlannedServing::~PlannedServing() {
-  if (arena_ != nullptr) fallback_.Deallocate(arena_);
+  for (void* chunk : arena_chunks_) fallback_.Deallocate(chunk);
 }
 
 void* PlannedServing::Allocate(const LoopEvent& request) {
   std::lock_guard lock(mutex_);
   if (plan_ == nullptr) MaybeTakeOver(&request);
   void* ptr = plan_ != nullptr ? ServeFromPlan(request) : nullptr;
+  if (plan_ != nullptr && position_ == plan_->requests.size())
+    CountWholeIteration();
   if (ptr != nullptr) {
     const PlannedRequest& planned = plan_->requests[position_ - 1];
     live_position_[planned.slot] = static_cast<int32_t>(position_ - 1);
@@ -86,8 +88,9 @@ void* PlannedServing::ServeFromPlan(const LoopEvent& request) {
   }
   ++position_;
   if (!planned.in_arena) return nullptr;
-  if (planned.wraps ? live_position_[planned.slot] >= 0
-                    : frontier_ < planned.frees_before) {
+  if ((planned.wraps ? live_position_[planned.slot] >= 0
+                     : frontier_ < planned.frees_before) ||
+      (gates_live_ != 0 && Gated(position_ - 1))) {
     // A block planned to be freed by now is still live: its place may be
     // too. The fallback serves this one; its planned free counts as made.
     ++status_.late_frees;
@@ -101,18 +104,26 @@ bool PlannedServing::BeginIteration() {
   if (frontier_ != plan_->arena_frees) return false;
   position_ = 0;
   frontier_ = 0;
+  iteration_counted_ = false;
   std::fill(freed_.begin(), freed_.end(), 0);
-  if (status_.planned_iterations++ == iterations_before_plan_) {
-    // The plan held for an iteration: the steady state begins.
-    steady_pool_ = fallback_.GetStats()->pool_bytes;
-    steady_requested_ = requested_;
-  }
   return true;
+}
+
+void PlannedServing::CountWholeIteration() {
+  // Every request made and every arena free in: the plan held for an
+  // iteration.
+  if (iteration_counted_ || position_ != plan_->requests.size() ||
+      frontier_ != plan_->arena_frees) {
+    return;
+  }
+  iteration_counted_ = true;
+  ++status_.planned_iterations;
 }
 
 void PlannedServing::MarkFreed(uint32_t free_rank) {
   freed_[free_rank] = 1;
   while (frontier_ < freed_.size() && freed_[frontier_] != 0) ++frontier_;
+  if (frontier_ == freed_.size()) CountWholeIteration();
 }
 
 bool PlannedServing::FreeIfLive(void* ptr) {
@@ -133,9 +144,9 @@ absl::Status PlannedServing::Deallocate(void* ptr) {
 }
 
 bool PlannedServing::FreeLocked(void* ptr) {
-  if (InArena(ptr)) {
-    const int32_t position = ArenaPosition(ptr);
-    if (position < 0) return false;
+  // Placed in place, the arena's range also holds the fallback's blocks.
+  if (const int32_t position = InArena(ptr) ? ArenaPosition(ptr) : -1;
+      position >= 0) {
     const PlannedRequest& planned = arena_plan_->requests[position];
     live_position_[planned.slot] = -1;
     --arena_live_;
@@ -149,9 +160,13 @@ bool PlannedServing::FreeLocked(void* ptr) {
     return true;
   }
   auto it = fallback_live_.find(ptr);
-  if (it == fallback_live_.end() || !fallback_.CheckedDeallocate(ptr).ok())
-    return false;
+  if (it == fallback_live_.end()) return false;
   const FallbackBlock block = it->second;
+  if (block.gate != kNoGate) {
+    ReleaseGate(ptr, block.gate);
+  } else if (!fallback_.CheckedDeallocate(ptr).ok()) {
+    return false;
+  }
   fallback_live_.erase(it);
   Unaccount(block.requested, block.bytes);
   if (plan_ == nullptr)
@@ -233,34 +248,6 @@ bool PlannedServing::Shadow(const LoopEvent& request) {
   return true;
 }
 
-bool PlannedServing::TakeOver(std::shared_ptr<const LoopPlan> plan) {
-  // What the iterations before held goes back first (free memory is split
-  // by blocks that outlive them, and by holes the fallback gave back), so
-  // the arena takes one stretch. No new high-water mark beyond the
-  // allowance for an arena whose plan may not hold, counting room beside it
-  // for the fallback to make each block that outlives an iteration once
-  // more before the last one is freed.
-  fallback_.TrimFreeMemory();
-  const AllocatorStats stats = *fallback_.GetStats();
-  if (stats.pool_bytes + plan->arena_bytes + plan->outliving_bytes >
-      stats.peak_pool_bytes + growth_allowance_) {
-    return false;
-  }
-  void* arena = fallback_.Allocate(plan->arena_bytes, plan->arena_alignment);
-  if (arena == nullptr) return false;
-  arena_ = static_cast<char*>(arena);
-  live_position_.assign(plan->slot_of_offset.size(), -1);
-  freed_.assign(plan->arena_frees, 0);
-  position_ = 0;
-  frontier_ = 0;
-  arena_plan_ = plan;
-  plan_ = std::move(plan);
-  pending_.clear();  // the history starts afresh when the plan ends
-  ++status_.plans_taken_over;
-  iterations_before_plan_ = status_.planned_iterations;
-  return true;
-}
-
 void PlannedServing::EndPlan() {
   const bool held = status_.planned_iterations > iterations_before_plan_;
   learner_.Resume(
@@ -272,13 +259,6 @@ void PlannedServing::EndPlan() {
   steady_requested_.reset();
   logged_since_learning_ = 0;
   ReleaseIdleArena();
-}
-
-void PlannedServing::ReleaseIdleArena() {
-  if (arena_ == nullptr || plan_ != nullptr || arena_live_ != 0) return;
-  fallback_.Deallocate(arena_);
-  arena_ = nullptr;
-  arena_plan_ = nullptr;
 }
 
 void PlannedServing::Log(const LoopEvent& event) {
@@ -307,12 +287,6 @@ void PlannedServing::Unaccount(uint64_t requested, uint64_t bytes) {
   requested_ -= requested;
 }
 
-bool PlannedServing::InArena(const void* ptr) const {
-  const char* p = static_cast<const char*>(ptr);
-  return arena_ != nullptr && p >= arena_ &&
-         p < arena_ + arena_plan_->arena_bytes;
-}
-
 void PlannedServing::FillStats(AllocatorStats& stats) const {
   std::lock_guard lock(mutex_);
   stats.num_allocs = num_allocs_;
@@ -321,8 +295,11 @@ void PlannedServing::FillStats(AllocatorStats& stats) const {
   stats.largest_alloc_size = largest_alloc_;
   stats.bytes_requested = requested_;
   stats.planned_iterations = status_.planned_iterations;
-  stats.steady_peak_pool_bytes = steady_pool_;
-  stats.steady_peak_bytes_requested = steady_requested_;
+  // The steady state is reported once the plan held for an iteration.
+  if (status_.planned_iterations > iterations_before_plan_) {
+    stats.steady_peak_pool_bytes = steady_pool_;
+    stats.steady_peak_bytes_requested = steady_requested_;
+  }
 }
 
 void PlannedServing::ClearStats() {
@@ -334,9 +311,8 @@ void PlannedServing::ClearStats() {
 
 std::optional<size_t> PlannedServing::RequestedSize(const void* ptr) const {
   std::lock_guard lock(mutex_);
-  if (InArena(ptr)) {
-    const int32_t position = ArenaPosition(ptr);
-    if (position < 0) return std::nullopt;
+  if (const int32_t position = InArena(ptr) ? ArenaPosition(ptr) : -1;
+      position >= 0) {
     return arena_plan_->requests[position].request.value;
   }
   auto it = fallback_live_.find(ptr);
@@ -346,9 +322,8 @@ std::optional<size_t> PlannedServing::RequestedSize(const void* ptr) const {
 
 std::optional<size_t> PlannedServing::AllocatedSize(const void* ptr) const {
   std::lock_guard lock(mutex_);
-  if (InArena(ptr)) {
-    const int32_t position = ArenaPosition(ptr);
-    if (position < 0) return std::nullopt;
+  if (const int32_t position = InArena(ptr) ? ArenaPosition(ptr) : -1;
+      position >= 0) {
     return arena_plan_->requests[position].bytes;
   }
   auto it = fallback_live_.find(ptr);

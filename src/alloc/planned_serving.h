@@ -18,8 +18,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "alloc/loop_learner.h"
+#include "alloc/loop_placement.h"
 #include "alloc/loop_plan.h"
 #include "tensormem/alloc/bfc_allocator.h"
+#include "tensormem/alloc/memory_dump.h"
 #include "tensormem/alloc/planned_allocator.h"
 #include "tensormem/core/futex_mutex.h"
 
@@ -44,10 +46,14 @@ class PlannedServing {
   PlannedAllocator::LoopStatus Status() const;
 
  private:
+  static constexpr uint32_t kNoGate = ~uint32_t{0};
   struct FallbackBlock {
     uint64_t sequence;
     uint64_t requested;
     uint64_t bytes;
+    // A block the plan was placed around that it reuses once freed: the
+    // index of its gate (kNoGate: none).
+    uint32_t gate = kNoGate;
   };
 
   // Serving: the arena address for `request`, or nullptr when the fallback
@@ -57,12 +63,32 @@ class PlannedServing {
   void* AllocateFromFallback(const LoopEvent& request);
   bool FreeLocked(void* ptr);
   bool BeginIteration();
+  // Counts the iteration once every request and arena free of it came.
+  void CountWholeIteration();
   void MarkFreed(uint32_t free_rank);
   // Learning: takes a plan the learner found when the next iteration begins
   // now, with `request` (nullptr: at a MarkIteration call).
   void MaybeTakeOver(const LoopEvent* request);
-  // False when the arena cannot be had without raising the pool's peak.
+  // planned_takeover.cc. False when the arena cannot be had without raising
+  // the pool's peak: placed around the fallback's blocks in its one region
+  // (TakeOverInPlace), or else in one block of its own.
   bool TakeOver(std::shared_ptr<const LoopPlan> plan);
+  bool TakeOverInPlace(const LoopPlan& plan);
+  // TakeOverInPlace's steps: the blocks in the region (their addresses in
+  // `ptrs`), the free chunks below `top` taken from the fallback (false when
+  // one could not be), and the gates of the blocks the placement reuses.
+  std::vector<LiveBlock> LiveBlocksIn(const MemoryDump::Region& region,
+                                      const LoopPlan& plan,
+                                      std::vector<void*>& ptrs) const;
+  bool TakeFreeChunks(const MemoryDump::Region& region, uint64_t top,
+                      std::vector<void*>& taken);
+  void ArmGates(PlacementAround& placed, const std::vector<void*>& live_ptrs);
+  void BeginServing(std::shared_ptr<const LoopPlan> plan, char* arena);
+  // Serving: true while a live block the plan was placed around still holds
+  // part of the place of request `position`.
+  bool Gated(uint32_t position) const;
+  // A freed block the plan was placed around: its memory joins the arena.
+  void ReleaseGate(void* ptr, uint32_t gate);
   // Follows `ready_` through an iteration without serving it: false when
   // `request` is not the one it plans next.
   bool Shadow(const LoopEvent& request);
@@ -92,9 +118,19 @@ class PlannedServing {
   std::shared_ptr<const LoopPlan> plan_, arena_plan_;
   int64_t iterations_before_plan_ = 0;  // status_.planned_iterations then
   uint32_t position_ = 0;
+  bool iteration_counted_ = false;
   uint32_t frontier_ = 0;
   std::vector<uint8_t> freed_;  // by free rank, this iteration
-  char* arena_ = nullptr;
+  char* arena_ = nullptr;       // the base of the arena's offsets
+  // What the arena holds of the fallback's memory: one block, or (placed in
+  // place) the free chunks taken and the freed blocks it reuses.
+  std::vector<void*> arena_chunks_;
+  // Placed in place: request j waits for the live blocks gates_[k],
+  // gate_begin_[j] <= k < gate_begin_[j + 1], to be freed.
+  std::vector<uint32_t> gate_begin_, gates_;
+  std::vector<uint8_t> gate_live_;  // by gate
+  std::vector<const void*> gate_blocks_;
+  uint32_t gates_live_ = 0;
   std::vector<int32_t> live_position_;  // by slot: the live block, or -1
   size_t arena_live_ = 0;
   absl::flat_hash_map<const void*, FallbackBlock> fallback_live_;

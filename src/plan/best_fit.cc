@@ -45,14 +45,28 @@ std::vector<size_t> VisitOrder(const std::vector<UsageRecord<>>& records,
 
 OffsetsAssignment PlaceInOrder(const std::vector<UsageRecord<>>& records,
                                PlacementOrder order, GapRule rule,
-                               uint64_t alignment) {
+                               uint64_t alignment,
+                               const PinnedOffsets& pinned) {
   OffsetsAssignment result;
   result.offsets.assign(records.size(), 0);
   internal::OccupancyIndex index(records);
+  auto is_pinned = [&](size_t tensor) {
+    return tensor < pinned.size() && pinned[tensor].has_value();
+  };
+  for (size_t tensor = 0; tensor < pinned.size(); ++tensor) {
+    if (!is_pinned(tensor)) continue;
+    const uint64_t offset = *pinned[tensor];
+    result.offsets[tensor] = offset;
+    if (records[tensor].tensor_size == 0) continue;
+    result.total_size =
+        std::max(result.total_size, offset + records[tensor].tensor_size);
+    index.Place(tensor, offset);
+  }
   std::vector<const internal::RangeUnion*> occupied;
   for (size_t tensor : VisitOrder(records, order)) {
     const UsageRecord<>& record = records[tensor];
-    if (record.tensor_size == 0) continue;  // occupies no bytes: offset 0
+    // Zero bytes occupy nothing: offset 0.
+    if (record.tensor_size == 0 || is_pinned(tensor)) continue;
     index.Occupied(tensor, occupied);
     const uint64_t offset = internal::FindGap(
         occupied, record.tensor_size, rule == GapRule::kFirstFit, alignment);
@@ -64,22 +78,52 @@ OffsetsAssignment PlaceInOrder(const std::vector<UsageRecord<>>& records,
   return result;
 }
 
-absl::StatusOr<BestFitResult> BestFitMulti(
-    const std::vector<UsageRecord<>>& records, uint64_t alignment) {
+namespace {
+
+// Every placement ends below the sum of aligned sizes and pinned ends: the
+// inputs are refused when that sum does not fit in 64 bits, or when a pinned
+// offset cannot be kept.
+absl::Status CheckPlacementFits(const std::vector<UsageRecord<>>& records,
+                                uint64_t alignment,
+                                const PinnedOffsets& pinned) {
   if (alignment == 0)
     return absl::InvalidArgumentError("alignment must be positive, got 0");
-  // Every placement ends below the sum of aligned sizes; check it fits.
+  if (!pinned.empty() && pinned.size() != records.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%d pinned offsets for %d records", pinned.size(), records.size()));
+  }
   uint64_t bound = 0;
   for (size_t i = 0; i < records.size(); ++i) {
-    const std::optional<uint64_t> aligned =
-        CheckedRoundUp(records[i].tensor_size, alignment);
+    const bool is_pinned = i < pinned.size() && pinned[i].has_value();
+    if (is_pinned && *pinned[i] % alignment != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("record %d: pinned offset %d is not a multiple of %d",
+                          i, *pinned[i], alignment));
+    }
+    const std::optional<uint64_t> end =
+        is_pinned ? CheckedAdd(*pinned[i], records[i].tensor_size)
+                  : CheckedRoundUp(records[i].tensor_size, alignment);
     const std::optional<uint64_t> sum =
-        aligned ? CheckedAdd(bound, *aligned) : std::nullopt;
+        end ? CheckedAdd(bound, *end) : std::nullopt;
     if (!sum) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "record %d: the sum of aligned sizes overflows 64 bits", i));
+          "record %d: the sum of aligned sizes and pinned ends overflows 64 "
+          "bits",
+          i));
     }
     bound = *sum;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<BestFitResult> BestFitMulti(
+    const std::vector<UsageRecord<>>& records, uint64_t alignment,
+    const PinnedOffsets& pinned) {
+  if (absl::Status fits = CheckPlacementFits(records, alignment, pinned);
+      !fits.ok()) {
+    return fits;
   }
   const std::vector<PlacementVariant> variants = BestFitVariants();
   // The variants are independent: run them on the available cores.
@@ -87,8 +131,8 @@ absl::StatusOr<BestFitResult> BestFitMulti(
   std::atomic<size_t> next_variant = 0;
   auto work = [&] {
     for (size_t v = next_variant++; v < variants.size(); v = next_variant++) {
-      plans[v] =
-          PlaceInOrder(records, variants[v].order, variants[v].rule, alignment);
+      plans[v] = PlaceInOrder(records, variants[v].order, variants[v].rule,
+                              alignment, pinned);
     }
   };
   // Below a few thousand tensors a run takes milliseconds: not worth a thread.

@@ -146,5 +146,51 @@ TEST(PlanInvariantsTest, SegmentProfilesGiveTheSamePositionalMaximums) {
   }
 }
 
+// Pinned tensors keep their offsets, and the rest go around them: taking a
+// valid placement, pinning some of its tensors and placing the others again
+// gives a valid placement with the pinned offsets unchanged.
+TEST(PlanInvariantsTest, PinnedTensorsKeepTheirOffsets) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 200; ++round) {
+    const std::vector<UsageRecord<>> records =
+        RandomRecords(rng, 1 + rng() % 50);
+    const uint64_t align = round % 2 == 0 ? 1 : 16;
+    absl::StatusOr<BestFitResult> first = BestFitMulti(records, align);
+    ASSERT_TRUE(first.ok());
+    PinnedOffsets pinned(records.size());
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (rng() % 3 == 0) pinned[i] = first->offsets.offsets[i];
+    }
+    absl::StatusOr<BestFitResult> around = BestFitMulti(records, align, pinned);
+    ASSERT_TRUE(around.ok()) << around.status();
+    ASSERT_TRUE(CheckOffsets(records, around->offsets, align).ok())
+        << "round " << round << ": "
+        << CheckOffsets(records, around->offsets, align);
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (pinned[i]) {
+        EXPECT_EQ(around->offsets.offsets[i], *pinned[i]);
+      }
+    }
+    EXPECT_GE(around->offsets.total_size, MaxBreadth(records));
+  }
+}
+
+TEST(PlanInvariantsTest, PinnedOffsetsThatCannotBeKeptAreRefused) {
+  const std::vector<UsageRecord<>> records = {{64, 0, 1}, {32, 1, 2}};
+  absl::StatusOr<BestFitResult> too_few =
+      BestFitMulti(records, 16, PinnedOffsets{std::nullopt});
+  EXPECT_FALSE(too_few.ok());
+  EXPECT_NE(too_few.status().message().find("1 pinned offsets for 2"),
+            std::string::npos)
+      << too_few.status();
+  absl::StatusOr<BestFitResult> misaligned =
+      BestFitMulti(records, 16, PinnedOffsets{8, std::nullopt});
+  EXPECT_FALSE(misaligned.ok());
+  EXPECT_NE(misaligned.status().message().find("record 0"), std::string::npos);
+  absl::StatusOr<BestFitResult> past_the_end =
+      BestFitMulti(records, 16, PinnedOffsets{~uint64_t{0} - 15, std::nullopt});
+  EXPECT_FALSE(past_the_end.ok());
+}
+
 }  // namespace
 }  // namespace tensormem

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates data/models/loops (or $1): allocation traces of 6 steps each, for
+# Regenerates data/models/loops (or $1): allocation traces of 10 steps each, for
 # allocators that learn a repeating training or inference loop. The torchvision
 # models run as in the main corpus (make_corpus.sh: batch 8, 224x224, one
 # thread); the transformer language model (language_models.py) at a fixed 128
@@ -8,12 +8,12 @@
 # with libtensormem_torch.so (make build, or only the targets tensormem_torch
 # and tensormem_python).
 #
-#   tools/torch/make_loops.sh            # about 3 minutes on 2 idle cores
+#   tools/torch/make_loops.sh            # about 5 minutes on 2 idle cores
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-data/models/loops}
 python=${PYTHON:-/usr/bin/python3}
-steps=6
+steps=10
 record() {  # models workloads
   "$python" tools/torch/record.py --models "$1" --workloads "$2" --out "$out" \
       --steps "$steps" --threads 1 --name-steps

@@ -78,7 +78,10 @@ class PlannedAllocator final : public Allocator {
   std::optional<size_t> AllocatedSize(const void* ptr) const override;
 
   struct LoopStatus {
-    int64_t plans_taken_over = 0;    // times a plan began serving
+    int64_t plans_taken_over = 0;  // times a plan began serving
+    // Of those, the plans placed around the fallback's blocks in its own
+    // region (the others: in an arena block of their own).
+    int64_t plans_placed_in_pool = 0;
     int64_t planned_iterations = 0;  // whole iterations served from a plan
     int64_t mismatches = 0;          // plans ended by a different request
     int64_t late_frees = 0;    // arena blocks served by the fallback instead

@@ -15,6 +15,7 @@
 #define TENSORMEM_PLAN_OFFSET_STRATEGIES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,11 +52,18 @@ enum class GapRule {
   kFirstFit,  // the lowest gap that fits
 };
 
-// One run: tensors in `order`, each into a gap chosen by `rule`, offsets
-// multiples of `alignment`. Zero-size tensors go to offset 0.
+// Offsets some tensors must keep (blocks already in memory): one entry per
+// tensor, or empty for none. Pinned tensors are placed first, where they are;
+// they must not overlap each other (CheckOffsets finds it if they do).
+using PinnedOffsets = std::vector<std::optional<uint64_t>>;
+
+// One run: tensors in `order`, each into a gap chosen by `rule` around the
+// pinned ones, offsets multiples of `alignment`. Zero-size tensors go to
+// offset 0.
 OffsetsAssignment PlaceInOrder(const std::vector<UsageRecord<>>& records,
                                PlacementOrder order, GapRule rule,
-                               uint64_t alignment = 1);
+                               uint64_t alignment = 1,
+                               const PinnedOffsets& pinned = {});
 
 struct PlacementVariant {
   PlacementOrder order;
@@ -76,9 +84,10 @@ struct BestFitResult {
 
 // Runs every variant of BestFitVariants() (in parallel on the available
 // cores) and keeps the smallest total; the first listed wins ties.
-// `alignment` must be positive.
+// `alignment` must be positive; `pinned` is empty or has an entry per record.
 absl::StatusOr<BestFitResult> BestFitMulti(
-    const std::vector<UsageRecord<>>& records, uint64_t alignment = 1);
+    const std::vector<UsageRecord<>>& records, uint64_t alignment = 1,
+    const PinnedOffsets& pinned = {});
 
 }  // namespace tensormem
 

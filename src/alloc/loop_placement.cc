@@ -1,0 +1,119 @@
+#include "alloc/loop_placement.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "tensormem/plan/checker.h"
+#include "tensormem/plan/offset_strategies.h"
+#include "tensormem/plan/usage_record.h"
+
+namespace tensormem::alloc_internal {
+namespace {
+
+// For each live block, the iteration's events it lives through: [0, end).
+// A block the plan knows to be freed in the iteration is reused after it.
+int64_t LiveUntil(const LoopPlan& plan, const LiveBlock& block) {
+  if (block.previous_request < 0) return plan.iteration_events;
+  const int64_t freed = plan.requests[block.previous_request].previous_freed;
+  return freed < 0 ? plan.iteration_events : std::max<int64_t>(freed, 1);
+}
+
+UsageRecord<> Record(uint64_t bytes, int64_t lower, int64_t upper) {
+  return {.tensor_size = bytes,
+          .first_task = static_cast<TaskId>(lower),
+          .last_task = static_cast<TaskId>(upper - 1)};
+}
+
+bool Overlap(uint64_t a, uint64_t a_bytes, uint64_t b, uint64_t b_bytes) {
+  return a < b + b_bytes && b < a + a_bytes;
+}
+
+// What the placement must place and keep: the arena's blocks (in
+// plan.arena_buffers' order), then what the live blocks hold. A block that
+// wraps is pinned at its previous instance's place (`reused`).
+struct Problem {
+  std::vector<UsageRecord<>> records;
+  PinnedOffsets pinned;
+  std::vector<uint8_t> reused;  // by live block
+};
+
+Problem PlacementProblem(const LoopPlan& plan,
+                         const std::vector<LiveBlock>& live) {
+  Problem problem;
+  problem.reused.assign(live.size(), 0);
+  // By request: the live block holding its previous instance, if it wraps.
+  std::vector<int64_t> wrap_place(plan.requests.size(), -1);
+  for (size_t g = 0; g < live.size(); ++g) {
+    const int64_t j = live[g].previous_request;
+    if (j >= 0 && plan.requests[j].wraps &&
+        live[g].bytes >= plan.requests[j].bytes) {
+      wrap_place[j] = static_cast<int64_t>(g);
+      problem.reused[g] = 1;
+    }
+  }
+  for (const Buffer& buffer : plan.arena_buffers) {
+    problem.records.push_back(Record(buffer.size, buffer.lower, buffer.upper));
+    const int64_t place = wrap_place[buffer.id];
+    problem.pinned.push_back(place >= 0 ? std::optional(live[place].offset)
+                                        : std::nullopt);
+  }
+  for (size_t g = 0; g < live.size(); ++g) {
+    const int64_t until = LiveUntil(plan, live[g]);
+    // The place of a block that wraps: what its new instance leaves of the
+    // old block stays taken until the old one is freed.
+    const uint64_t kept =
+        problem.reused[g] ? plan.requests[live[g].previous_request].bytes : 0;
+    if (kept == 0 && until < plan.iteration_events) problem.reused[g] = 1;
+    if (live[g].bytes > kept) {
+      problem.records.push_back(Record(live[g].bytes - kept, 0, until));
+      problem.pinned.push_back(live[g].offset + kept);
+    }
+  }
+  return problem;
+}
+
+// For each request, the reused live blocks its planned place overlaps.
+void FindGates(const std::vector<LiveBlock>& live, PlacementAround& result) {
+  result.gate_begin.reserve(result.plan.requests.size() + 1);
+  for (const PlannedRequest& request : result.plan.requests) {
+    result.gate_begin.push_back(static_cast<uint32_t>(result.gates.size()));
+    if (!request.in_arena) continue;
+    for (size_t g = 0; g < live.size(); ++g) {
+      if (result.reused[g] && Overlap(request.offset, request.bytes,
+                                      live[g].offset, live[g].bytes)) {
+        result.gates.push_back(static_cast<uint32_t>(g));
+      }
+    }
+  }
+  result.gate_begin.push_back(static_cast<uint32_t>(result.gates.size()));
+}
+
+}  // namespace
+
+absl::StatusOr<PlacementAround> PlaceAround(
+    const LoopPlan& plan, const std::vector<LiveBlock>& live) {
+  Problem problem = PlacementProblem(plan, live);
+  absl::StatusOr<BestFitResult> placed =
+      BestFitMulti(problem.records, plan.arena_alignment, problem.pinned);
+  if (!placed.ok()) return placed.status();
+  if (absl::Status valid =
+          CheckOffsets(problem.records, placed->offsets, plan.arena_alignment);
+      !valid.ok()) {
+    return absl::InternalError(absl::StrFormat(
+        "placement around %d live blocks: %s", live.size(), valid.message()));
+  }
+  PlacementAround result;
+  result.plan = plan;
+  result.reused = std::move(problem.reused);
+  std::vector<uint64_t> offset_of_request(plan.requests.size(), 0);
+  for (size_t b = 0; b < plan.arena_buffers.size(); ++b)
+    offset_of_request[plan.arena_buffers[b].id] = placed->offsets.offsets[b];
+  AssignOffsets(offset_of_request, result.plan);
+  result.plan.arena_bytes = placed->offsets.total_size;
+  FindGates(live, result);
+  return result;
+}
+
+}  // namespace tensormem::alloc_internal
