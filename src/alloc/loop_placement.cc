@@ -7,10 +7,15 @@
 #include "absl/strings/str_format.h"
 #include "tensormem/plan/checker.h"
 #include "tensormem/plan/offset_strategies.h"
+#include "tensormem/plan/solver/optimal_planner.h"
 #include "tensormem/plan/usage_record.h"
 
 namespace tensormem::alloc_internal {
 namespace {
+
+// Local moves after best fit, on the allocating thread when a plan takes
+// over: they take milliseconds on the loop corpus, and stop at this.
+constexpr double kImproveSeconds = 0.05;
 
 // For each live block, the iteration's events it lives through: [0, end).
 // A block the plan knows to be freed in the iteration is reused after it.
@@ -95,11 +100,22 @@ void FindGates(const std::vector<LiveBlock>& live, PlacementAround& result) {
 absl::StatusOr<PlacementAround> PlaceAround(
     const LoopPlan& plan, const std::vector<LiveBlock>& live) {
   Problem problem = PlacementProblem(plan, live);
-  absl::StatusOr<BestFitResult> placed =
-      BestFitMulti(problem.records, plan.arena_alignment, problem.pinned);
+  BufferSet set;
+  for (size_t i = 0; i < problem.records.size(); ++i) {
+    const UsageRecord<>& record = problem.records[i];
+    set.buffers.push_back({.id = i,
+                           .lower = static_cast<int64_t>(record.first_task),
+                           .upper = static_cast<int64_t>(record.last_task) + 1,
+                           .size = record.tensor_size,
+                           .offset = problem.pinned[i]});
+  }
+  OptimalPlanOptions options;
+  options.keep_given_offsets = true;
+  options.alignment = plan.arena_alignment;
+  options.time_limit_seconds = kImproveSeconds;
+  absl::StatusOr<OptimalPlanResult> placed = PlanOptimal(set, options);
   if (!placed.ok()) return placed.status();
-  if (absl::Status valid =
-          CheckOffsets(problem.records, placed->offsets, plan.arena_alignment);
+  if (absl::Status valid = CheckPlacement(placed->placed, plan.arena_alignment);
       !valid.ok()) {
     return absl::InternalError(absl::StrFormat(
         "placement around %d live blocks: %s", live.size(), valid.message()));
@@ -108,10 +124,12 @@ absl::StatusOr<PlacementAround> PlaceAround(
   result.plan = plan;
   result.reused = std::move(problem.reused);
   std::vector<uint64_t> offset_of_request(plan.requests.size(), 0);
-  for (size_t b = 0; b < plan.arena_buffers.size(); ++b)
-    offset_of_request[plan.arena_buffers[b].id] = placed->offsets.offsets[b];
+  for (size_t b = 0; b < plan.arena_buffers.size(); ++b) {
+    offset_of_request[plan.arena_buffers[b].id] =
+        *placed->placed.buffers[b].offset;
+  }
   AssignOffsets(offset_of_request, result.plan);
-  result.plan.arena_bytes = placed->offsets.total_size;
+  result.plan.arena_bytes = placed->total_size;
   FindGates(live, result);
   return result;
 }

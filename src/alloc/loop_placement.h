@@ -48,8 +48,9 @@ struct PlacementAround {
 // Places the arena blocks of `plan` around `live` (which must not overlap):
 // a block that wraps keeps the place of its previous instance, which it
 // replaces; the others go around every live block for as long as the block
-// lives in the iteration. Every variant of best fit is tried; the placement
-// is checked before it is returned.
+// lives in the iteration. The optimal planner places them, keeping the live
+// blocks' offsets (best fit, then local moves); the placement is checked
+// before it is returned.
 absl::StatusOr<PlacementAround> PlaceAround(const LoopPlan& plan,
                                             const std::vector<LiveBlock>& live);
 

@@ -113,6 +113,62 @@ TEST(OptimalPlannerTest, RejectsBadOptionsAndStartPlans) {
       << status;
 }
 
+// Buffers with given offsets (memory already in use) keep them; local moves
+// lower the others without touching them.
+TEST(OptimalPlannerTest, GivenOffsetsAreKeptAndTheRestGoesAround) {
+  for (uint32_t seed = 1; seed <= 30; ++seed) {
+    BufferSet set = RandomSet(seed, 80, 50, 900);
+    OptimalPlanOptions options;
+    options.time_limit_seconds = 0;
+    options.alignment = 16;
+    absl::StatusOr<OptimalPlanResult> free_plan = PlanOptimal(set, options);
+    ASSERT_TRUE(free_plan.ok());
+    std::mt19937 random(seed);
+    PinnedOffsets pinned(set.buffers.size());
+    for (size_t i = 0; i < set.buffers.size(); ++i) {
+      if (random() % 4 == 0) {
+        set.buffers[i].offset = free_plan->placed.buffers[i].offset;
+        pinned[i] = set.buffers[i].offset;
+      }
+    }
+    absl::StatusOr<std::vector<UsageRecord<>>> records = ToUsageRecords(set);
+    ASSERT_TRUE(records.ok());
+    absl::StatusOr<BestFitResult> best_fit = BestFitMulti(*records, 16, pinned);
+    ASSERT_TRUE(best_fit.ok());
+    options.time_limit_seconds = 1;
+    options.keep_given_offsets = true;
+    absl::StatusOr<OptimalPlanResult> kept = PlanOptimal(set, options);
+    ASSERT_TRUE(kept.ok()) << kept.status();
+    EXPECT_TRUE(CheckPlacement(kept->placed, 16).ok())
+        << CheckPlacement(kept->placed, 16);
+    for (size_t i = 0; i < set.buffers.size(); ++i) {
+      if (pinned[i]) {
+        EXPECT_EQ(kept->placed.buffers[i].offset, pinned[i]);
+      }
+    }
+    EXPECT_EQ(kept->start_size, best_fit->offsets.total_size);
+    EXPECT_LE(kept->total_size, kept->start_size);
+    EXPECT_GE(kept->total_size, kept->lower_bound);
+  }
+}
+
+TEST(OptimalPlannerTest, GivenOffsetsThatOverlapAreRefused) {
+  BufferSet set;
+  set.buffers = {{.id = 0, .lower = 0, .upper = 4, .size = 64, .offset = 0},
+                 {.id = 1, .lower = 2, .upper = 6, .size = 64, .offset = 32},
+                 {.id = 2, .lower = 0, .upper = 6, .size = 64}};
+  OptimalPlanOptions options;
+  options.keep_given_offsets = true;
+  absl::StatusOr<OptimalPlanResult> kept = PlanOptimal(set, options);
+  EXPECT_FALSE(kept.ok());
+  EXPECT_NE(kept.status().message().find("given offsets are not a valid"),
+            std::string::npos)
+      << kept.status();
+  options.start_offsets = {0, 64, 128};
+  absl::StatusOr<OptimalPlanResult> both = PlanOptimal(set, options);
+  EXPECT_FALSE(both.ok());
+}
+
 TEST(OptimalPlannerTest, CapacityBelowTheLowerBoundFailsWithoutSearching) {
   TENSORMEM_SHARED_DATA_OR_SKIP(path, "minimalloc/challenging/E.1048576.csv");
   const BufferSet set = ReadSet(path);

@@ -88,6 +88,7 @@ bool LowerWithOneEjection(const std::vector<UsageRecord<>>& records,
                           std::vector<uint64_t>& offsets, size_t tensor,
                           const std::vector<size_t>& neighbours,
                           uint64_t alignment, uint64_t total,
+                          const std::vector<uint8_t>& fixed,
                           std::chrono::steady_clock::time_point deadline) {
   const uint64_t size = records[tensor].tensor_size;
   std::vector<size_t> blocker_neighbours;
@@ -97,7 +98,7 @@ bool LowerWithOneEjection(const std::vector<UsageRecord<>>& records,
     if (std::chrono::steady_clock::now() >= deadline) return false;
     const std::optional<size_t> blocker =
         SoleBlocker(records, offsets, tensor, neighbours, spot, size);
-    if (!blocker) continue;
+    if (!blocker || (!fixed.empty() && fixed[*blocker] != 0)) continue;
     blocker_neighbours.clear();
     index.FindOverlapping(records[*blocker].first_task,
                           records[*blocker].last_task, blocker_neighbours);
@@ -117,7 +118,8 @@ bool LowerWithOneEjection(const std::vector<UsageRecord<>>& records,
 
 uint64_t ImproveByLocalMoves(const std::vector<UsageRecord<>>& records,
                              uint64_t alignment, std::vector<uint64_t>& offsets,
-                             std::chrono::steady_clock::time_point deadline) {
+                             std::chrono::steady_clock::time_point deadline,
+                             const std::vector<uint8_t>& fixed) {
   internal::PlacedIntervalIndex index(records);
   for (size_t i = 0; i < records.size(); ++i) index.Place(i);
   uint64_t total = TotalSize(records, offsets);
@@ -128,6 +130,10 @@ uint64_t ImproveByLocalMoves(const std::vector<UsageRecord<>>& records,
       if (records[i].tensor_size == 0 ||
           offsets[i] + records[i].tensor_size != total)
         continue;
+      if (!fixed.empty() && fixed[i] != 0) {
+        all_moved = false;  // the top is where a fixed tensor ends
+        break;
+      }
       neighbours.clear();
       index.FindOverlapping(records[i].first_task, records[i].last_task,
                             neighbours);
@@ -137,7 +143,7 @@ uint64_t ImproveByLocalMoves(const std::vector<UsageRecord<>>& records,
         offsets[i] = *lower;
       } else {
         all_moved = LowerWithOneEjection(records, index, offsets, i, neighbours,
-                                         alignment, total, deadline);
+                                         alignment, total, fixed, deadline);
       }
     }
     if (!all_moved) break;

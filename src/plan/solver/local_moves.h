@@ -27,10 +27,12 @@ uint64_t TotalSize(const std::vector<UsageRecord<>>& records,
                    const std::vector<uint64_t>& offsets);
 
 // `offsets` (one per record, aligned, valid) is updated in place and stays
-// valid; returns its total size (max end).
+// valid; returns its total size (max end). Records with a non-zero entry in
+// `fixed` (empty, or one entry per record) never move.
 uint64_t ImproveByLocalMoves(const std::vector<UsageRecord<>>& records,
                              uint64_t alignment, std::vector<uint64_t>& offsets,
-                             std::chrono::steady_clock::time_point deadline);
+                             std::chrono::steady_clock::time_point deadline,
+                             const std::vector<uint8_t>& fixed = {});
 
 }  // namespace tensormem::solver_internal
 

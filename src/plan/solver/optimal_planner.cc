@@ -48,6 +48,10 @@ absl::Status ValidateOptions(const OptimalPlanOptions& options) {
   }
   if (options.alignment == 0)
     return absl::InvalidArgumentError("alignment must be positive, got 0");
+  if (options.keep_given_offsets && !options.start_offsets.empty()) {
+    return absl::InvalidArgumentError(
+        "a start plan and kept offsets cannot be given together");
+  }
   return absl::OkStatus();
 }
 
@@ -58,6 +62,25 @@ uint64_t TotalSize(const BufferSet& set, const std::vector<uint64_t>& offsets) {
       total = std::max(total, offsets[i] + set.buffers[i].size);
   }
   return total;
+}
+
+// Buffers with given offsets pinned there, the rest placed around them by
+// best fit; refused when the given offsets overlap.
+absl::StatusOr<std::vector<uint64_t>> StartAroundGivenOffsets(
+    const BufferSet& set, const std::vector<UsageRecord<>>& records,
+    const OptimalPlanOptions& options) {
+  PinnedOffsets pinned(set.buffers.size());
+  for (size_t i = 0; i < set.buffers.size(); ++i)
+    pinned[i] = set.buffers[i].offset;
+  TM_ASSIGN_OR_RETURN(BestFitResult around,
+                      BestFitMulti(records, options.alignment, pinned));
+  if (absl::Status valid =
+          CheckOffsets(records, around.offsets, options.alignment);
+      !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the given offsets are not a valid placement: %s", valid.message()));
+  }
+  return std::move(around.offsets.offsets);
 }
 
 // The caller's plan, checked, or the best of the greedy planners.
@@ -81,6 +104,8 @@ absl::StatusOr<std::vector<uint64_t>> StartOffsets(
     }
     return options.start_offsets;
   }
+  if (options.keep_given_offsets)
+    return StartAroundGivenOffsets(set, records, options);
   TM_ASSIGN_OR_RETURN(BestFitResult best_fit,
                       BestFitMulti(records, options.alignment));
   std::vector<uint64_t> offsets = std::move(best_fit.offsets.offsets);
@@ -327,8 +352,20 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
   const bool done =
       result.total_size == result.lower_bound || (options.capacity && fits);
   if (!done && options.time_limit_seconds > 0) {
-    if (problem.buffers.size() > kMaxSearchBuffers ||
-        solver_internal::CountOverlapPairs(problem) > kMaxOverlapPairs) {
+    if (options.keep_given_offsets) {
+      // The search and the windowed orders move every buffer.
+      std::vector<uint8_t> fixed(set.buffers.size());
+      for (size_t i = 0; i < fixed.size(); ++i)
+        fixed[i] = set.buffers[i].offset.has_value();
+      const uint64_t moved = solver_internal::ImproveByLocalMoves(
+          records, options.alignment, offsets, deadline, fixed);
+      if (moved < result.total_size) {
+        result.total_size = moved;
+        result.seconds_to_best = SecondsSince(start);
+        result.method = "local_moves";
+      }
+    } else if (problem.buffers.size() > kMaxSearchBuffers ||
+               solver_internal::CountOverlapPairs(problem) > kMaxOverlapPairs) {
       ImproveLargeSet(records, options, start, deadline, offsets, result);
     } else {
       solver_internal::BuildOverlaps(problem);

@@ -46,6 +46,10 @@ struct OptimalPlanOptions {
   // A valid placement to start from (offsets per buffer of the input, total
   // size = max end); empty: the best of tensormem's greedy planners.
   std::vector<uint64_t> start_offsets;
+  // Buffers whose `offset` is set keep it (memory already in use), and the
+  // rest are placed around them: best fit, then local moves that leave the
+  // kept ones in place. The search and the windowed orders do not run.
+  bool keep_given_offsets = false;
   // Print best, bound and nodes/s on stderr about twice a second.
   bool progress = false;
   // When another thread sets it, the search stops within a few milliseconds
