@@ -19,6 +19,7 @@
 // runs it under callgrind, collecting inside CountedPasses only. With --cold
 // the counted pass is the first, from an empty allocator.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -65,15 +66,19 @@ void SetPerOpCounters(benchmark::State& state, int64_t operations) {
 }
 
 // The planned policy is timed once its plan serves (each pass is one
-// iteration of a loop): passes until it has served two, at most 100. Returns
-// the planned allocator, or nullptr for other policies.
+// iteration of a loop): passes until it has served two, for at most 30 s. In
+// the background the learner takes a fraction of a second to plan (its
+// search alone 0.25 s), hundreds of passes of a real trace: a pass count
+// would time the learning calls instead. Returns the planned allocator, or
+// nullptr for other policies.
 PlannedAllocator* WarmUntilPlanned(const PreparedTrace& trace,
                                    Allocator& allocator,
                                    std::vector<void*>& blocks) {
   auto* planned = dynamic_cast<PlannedAllocator*>(&allocator);
-  for (int pass = 0; planned != nullptr && pass < 100 &&
-                     planned->loop_status().planned_iterations < 2;
-       ++pass) {
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (planned != nullptr && planned->loop_status().planned_iterations < 2 &&
+         std::chrono::steady_clock::now() < give_up) {
     ReplayPass(trace, allocator, blocks);
   }
   return planned;
