@@ -5,10 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/checker.h"
-#include "tensormem/plan/offset_strategies.h"
 #include "tensormem/plan/solver/optimal_planner.h"
-#include "tensormem/plan/usage_record.h"
 
 namespace tensormem::alloc_internal {
 namespace {
@@ -25,24 +24,28 @@ int64_t LiveUntil(const LoopPlan& plan, const LiveBlock& block) {
   return freed < 0 ? plan.iteration_events : std::max<int64_t>(freed, 1);
 }
 
-UsageRecord<> Record(uint64_t bytes, int64_t lower, int64_t upper) {
-  return {.tensor_size = bytes,
-          .first_task = static_cast<TaskId>(lower),
-          .last_task = static_cast<TaskId>(upper - 1)};
-}
-
 bool Overlap(uint64_t a, uint64_t a_bytes, uint64_t b, uint64_t b_bytes) {
   return a < b + b_bytes && b < a + a_bytes;
 }
 
 // What the placement must place and keep: the arena's blocks (in
-// plan.arena_buffers' order), then what the live blocks hold. A block that
-// wraps is pinned at its previous instance's place (`reused`).
+// plan.arena_buffers' order), then what the live blocks hold, each with its
+// offset. A block that wraps takes its previous instance's offset
+// (`reused`).
 struct Problem {
-  std::vector<UsageRecord<>> records;
-  PinnedOffsets pinned;
+  BufferSet set;
   std::vector<uint8_t> reused;  // by live block
 };
+
+// Buffer ids are their positions in the set.
+void Add(BufferSet& set, uint64_t bytes, int64_t lower, int64_t upper,
+         std::optional<uint64_t> offset) {
+  set.buffers.push_back({.id = set.buffers.size(),
+                         .lower = lower,
+                         .upper = upper,
+                         .size = bytes,
+                         .offset = offset});
+}
 
 Problem PlacementProblem(const LoopPlan& plan,
                          const std::vector<LiveBlock>& live) {
@@ -59,10 +62,9 @@ Problem PlacementProblem(const LoopPlan& plan,
     }
   }
   for (const Buffer& buffer : plan.arena_buffers) {
-    problem.records.push_back(Record(buffer.size, buffer.lower, buffer.upper));
     const int64_t place = wrap_place[buffer.id];
-    problem.pinned.push_back(place >= 0 ? std::optional(live[place].offset)
-                                        : std::nullopt);
+    Add(problem.set, buffer.size, buffer.lower, buffer.upper,
+        place >= 0 ? std::optional(live[place].offset) : std::nullopt);
   }
   for (size_t g = 0; g < live.size(); ++g) {
     const int64_t until = LiveUntil(plan, live[g]);
@@ -71,10 +73,8 @@ Problem PlacementProblem(const LoopPlan& plan,
     const uint64_t kept =
         problem.reused[g] ? plan.requests[live[g].previous_request].bytes : 0;
     if (kept == 0 && until < plan.iteration_events) problem.reused[g] = 1;
-    if (live[g].bytes > kept) {
-      problem.records.push_back(Record(live[g].bytes - kept, 0, until));
-      problem.pinned.push_back(live[g].offset + kept);
-    }
+    if (live[g].bytes > kept)
+      Add(problem.set, live[g].bytes - kept, 0, until, live[g].offset + kept);
   }
   return problem;
 }
@@ -100,20 +100,11 @@ void FindGates(const std::vector<LiveBlock>& live, PlacementAround& result) {
 absl::StatusOr<PlacementAround> PlaceAround(
     const LoopPlan& plan, const std::vector<LiveBlock>& live) {
   Problem problem = PlacementProblem(plan, live);
-  BufferSet set;
-  for (size_t i = 0; i < problem.records.size(); ++i) {
-    const UsageRecord<>& record = problem.records[i];
-    set.buffers.push_back({.id = i,
-                           .lower = static_cast<int64_t>(record.first_task),
-                           .upper = static_cast<int64_t>(record.last_task) + 1,
-                           .size = record.tensor_size,
-                           .offset = problem.pinned[i]});
-  }
   OptimalPlanOptions options;
   options.keep_given_offsets = true;
   options.alignment = plan.arena_alignment;
   options.time_limit_seconds = kImproveSeconds;
-  absl::StatusOr<OptimalPlanResult> placed = PlanOptimal(set, options);
+  absl::StatusOr<OptimalPlanResult> placed = PlanOptimal(problem.set, options);
   if (!placed.ok()) return placed.status();
   if (absl::Status valid = CheckPlacement(placed->placed, plan.arena_alignment);
       !valid.ok()) {

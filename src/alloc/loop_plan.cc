@@ -254,14 +254,15 @@ void OrderFrees(const LoopHistory& history, size_t begin, size_t end,
     const LoopEvent& event = history.events[e];
     if (event.kind == LoopEventKind::kAlloc) {
       plan.requests[next++].frees_before = frees;
-    } else if (event.kind == LoopEventKind::kFree &&
-               event.value != kUnloggedBlock && event.value >= first &&
-               event.value - first < period) {
+      continue;
+    }
+    if (event.kind != LoopEventKind::kFree || event.value == kUnloggedBlock)
+      continue;
+    if (event.value >= first && event.value - first < period) {
       plan.requests[event.value - first].free_rank = frees++;
       plan.free_order.push_back(static_cast<uint32_t>(event.value - first));
-    } else if (event.kind == LoopEventKind::kFree &&
-               event.value != kUnloggedBlock && event.value < first &&
-               event.value + period >= first) {
+    } else if (event.value < first && event.value + period >= first) {
+      // An instance of the previous iteration.
       plan.requests[event.value + period - first].previous_freed =
           static_cast<int64_t>(e - begin);
     }

@@ -34,8 +34,6 @@ void* PlannedServing::Allocate(const LoopEvent& request) {
   std::lock_guard lock(mutex_);
   if (plan_ == nullptr) MaybeTakeOver(&request);
   void* ptr = plan_ != nullptr ? ServeFromPlan(request) : nullptr;
-  if (plan_ != nullptr && position_ == plan_->requests.size())
-    CountWholeIteration();
   if (ptr != nullptr) {
     const PlannedRequest& planned = plan_->requests[position_ - 1];
     live_position_[planned.slot] = static_cast<int32_t>(position_ - 1);
@@ -86,7 +84,7 @@ void* PlannedServing::ServeFromPlan(const LoopEvent& request) {
     EndPlan();
     return nullptr;
   }
-  ++position_;
+  if (++position_ == plan.requests.size()) CountWholeIteration();
   if (!planned.in_arena) return nullptr;
   if ((planned.wraps ? live_position_[planned.slot] >= 0
                      : frontier_ < planned.frees_before) ||
