@@ -61,7 +61,7 @@ install(FILES ${PROJECT_BINARY_DIR}/tensormemConfig.cmake
 file(RELATIVE_PATH pc_prefix_from_pc_dir
      /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 set(pc_libs)
-foreach(layer report trace plan alloc core)  # dependents first, for static linking
+foreach(layer report trace alloc plan core)  # dependents first, for static linking
   string(APPEND pc_libs " -ltensormem_${layer}")
 endforeach()
 configure_file(cmake/tensormem.pc.in ${PROJECT_BINARY_DIR}/tensormem.pc @ONLY)

@@ -323,6 +323,10 @@ bool BfcAllocator::TrimFreeMemory() {
   return core_->DecommitAllFreeGranules() || trimmed;
 }
 
+uint64_t BfcAllocator::decommit_granule() const {
+  return core_->decommit_granule();  // fixed at construction
+}
+
 bool BfcAllocator::AddRegion(size_t bytes, size_t request_bytes,
                              int32_t stream) {
   std::lock_guard lock(mutex_);

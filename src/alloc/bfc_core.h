@@ -111,8 +111,10 @@ class alignas(64) BfcCore {
   // Returns regions without in-use chunks to the upstream, and trailing
   // pieces of coalesced regions that hold nothing in use; false if none.
   bool ReleaseFreeRegions();
-  // bfc_decommit.cc: DecommitFreeGranules for every pool, all it finds;
-  // false when nothing went back (or the policy or upstream cannot).
+  uint64_t decommit_granule() const { return decommit_granule_; }
+  // bfc_decommit.cc: DecommitFreeGranules for every pool, all it finds,
+  // regions' free tails included; false when nothing went back (or the
+  // policy or upstream cannot).
   bool DecommitAllFreeGranules();
 
   void SetTimingCounter(SharedCounter* counter) { timing_counter_ = counter; }
@@ -290,10 +292,10 @@ class alignas(64) BfcCore {
   bool DecommitHolesWhenShort(int pool);
   // The bytes growth adds for `rounded` bytes: what the free tail lacks.
   uint64_t ExtensionBytes(uint64_t rounded, int pool) const;
-  // Decommits whole granules inside the pool's free chunks (not a region's
-  // last chunk, which growth extends), the largest first, until at least
-  // `wanted` bytes went back or none are left.
-  void DecommitFreeGranules(int pool, uint64_t wanted);
+  // Decommits whole granules inside the pool's free chunks, the largest
+  // first, until at least `wanted` bytes went back or none are left. A
+  // region's last chunk, which growth extends, only `with_tails`.
+  void DecommitFreeGranules(int pool, uint64_t wanted, bool with_tails = false);
   // Decommits the whole granules inside free chunk `handle`; false when the
   // upstream refused.
   bool DecommitInside(ChunkHandle handle);
@@ -303,6 +305,10 @@ class alignas(64) BfcCore {
   // allocates. nullptr when extending is cheaper or recommitting fails.
   void* RecommitAndFind(uint64_t bytes, uint64_t rounded, uint64_t freed_before,
                         int pool, bool even_if_costlier);
+  // Recommits [begin, end), whole granules of decommitted chunk `handle`, as
+  // a free chunk not yet indexed; kInvalidChunk when the limit or upstream
+  // refuses.
+  ChunkHandle Recommit(ChunkHandle handle, uint64_t begin, uint64_t end);
   // Whether holes hold back as much address space as the pool ever committed:
   // growth then recommits rather than extends, so that the address range (and
   // the live table over it) stays bounded when holes keep moving.

@@ -50,7 +50,7 @@ void* BfcCore::ReuseDecommitted(uint64_t bytes, uint64_t rounded,
                          /*even_if_costlier=*/HolesAtTheirBound());
 }
 
-void BfcCore::DecommitFreeGranules(int pool, uint64_t wanted) {
+void BfcCore::DecommitFreeGranules(int pool, uint64_t wanted, bool with_tails) {
   const uint64_t granule = decommit_granule_;
   // A hole goes back only when it spans this many whole granules. Measured
   // on the corpus: one-granule holes saved little and cut the free memory
@@ -63,18 +63,22 @@ void BfcCore::DecommitFreeGranules(int pool, uint64_t wanted) {
   // (decommittable bytes, chunk), the largest first: the fewer holes go, the
   // fewer later requests take the slow path to recommit them.
   std::vector<std::pair<uint64_t, ChunkHandle>> candidates;
+  // A region's free tail cuts nothing into pieces: one granule is enough.
   // Only a free chunk that large can hold the whole granules: the index
   // visits just those (a filter that takes none sees them all).
   const uint64_t hole_bytes = kMinHoleGranules * granule;
-  BestFitWhere(pool, hole_bytes, [&](const FreeChunkKey& key) {
-    const BfcChunk& c = map_.chunk(key.handle);
-    const uint64_t begin = RoundUp(c.address, granule);
-    const uint64_t end = RoundDown(c.end(), granule);
-    if (c.freed_at_count == 0 && c.next != kInvalidChunk &&
-        begin + hole_bytes <= end)
-      candidates.emplace_back(end - begin, key.handle);
-    return false;
-  });
+  BestFitWhere(pool, with_tails ? granule : hole_bytes,
+               [&](const FreeChunkKey& key) {
+                 const BfcChunk& c = map_.chunk(key.handle);
+                 const uint64_t begin = RoundUp(c.address, granule);
+                 const uint64_t end = RoundDown(c.end(), granule);
+                 const bool tail = c.next == kInvalidChunk;
+                 const uint64_t least = tail ? granule : hole_bytes;
+                 if (c.freed_at_count == 0 && (with_tails || !tail) &&
+                     begin + least <= end)
+                   candidates.emplace_back(end - begin, key.handle);
+                 return false;
+               });
   std::sort(
       candidates.begin(), candidates.end(), [&](const auto& a, const auto& b) {
         if (a.first != b.first) return a.first > b.first;
@@ -92,7 +96,8 @@ bool BfcCore::DecommitAllFreeGranules() {
   if (decommit_granule_ == 0) return false;
   const uint64_t before = decommitted_bytes_;
   for (size_t pool = 0; pool < indexes_.size(); ++pool)
-    DecommitFreeGranules(static_cast<int>(pool), UINT64_MAX);
+    DecommitFreeGranules(static_cast<int>(pool), UINT64_MAX,
+                         /*with_tails=*/true);
   return decommitted_bytes_ > before;
 }
 
@@ -192,27 +197,38 @@ void* BfcCore::RecommitAndFind(uint64_t bytes, uint64_t rounded,
   if (!even_if_costlier && extension < best->bytes && extension <= headroom)
     return nullptr;
   const uint64_t address = map_.chunk(best->chunk).address + best->offset;
-  if (!upstream_->Recommit(reinterpret_cast<void*>(address), best->bytes))
-    return nullptr;
-  ChunkHandle part = best->chunk;
-  if (best->offset > 0) {
-    part = SplitChunk(best->chunk, best->offset);
+  const ChunkHandle part =
+      Recommit(best->chunk, address, address + best->bytes);
+  if (part == kInvalidChunk) return nullptr;
+  InsertFree(TryToCoalesce(part, /*ignore_freed_at=*/false));
+  return FindChunk(bytes, rounded, bfc::kMinAllocationSize, freed_before, pool);
+}
+
+ChunkHandle BfcCore::Recommit(ChunkHandle handle, uint64_t begin,
+                              uint64_t end) {
+  const uint64_t bytes = end - begin;
+  if (bytes > Headroom() ||
+      !upstream_->Recommit(reinterpret_cast<void*>(begin), bytes)) {
+    return kInvalidChunk;
+  }
+  ChunkHandle part = handle;
+  if (begin > map_.chunk(handle).address) {
+    part = SplitChunk(handle, begin - map_.chunk(handle).address);
   } else {
     ForgetDecommitted(part);
   }
-  if (map_.chunk(part).size > best->bytes) {
-    const ChunkHandle rest = SplitChunk(part, best->bytes);
+  if (map_.chunk(part).size > bytes) {
+    const ChunkHandle rest = SplitChunk(part, bytes);
     map_.chunk(rest).allocation_id = BfcChunk::kDecommittedChunkId;
     decommitted_chunks_.push_back(rest);
   }
   BfcChunk& recommitted = map_.chunk(part);
   recommitted.allocation_id = BfcChunk::kFreeChunkId;
   recommitted.freed_at_count = 0;
-  stats_.pool_bytes += best->bytes;
-  decommitted_bytes_ -= best->bytes;
+  stats_.pool_bytes += bytes;
+  decommitted_bytes_ -= bytes;
   stats_.peak_pool_bytes = std::max(stats_.peak_pool_bytes, stats_.pool_bytes);
-  InsertFree(TryToCoalesce(part, /*ignore_freed_at=*/false));
-  return FindChunk(bytes, rounded, bfc::kMinAllocationSize, freed_before, pool);
+  return part;
 }
 
 }  // namespace tensormem::internal

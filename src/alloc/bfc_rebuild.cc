@@ -30,8 +30,22 @@ void* BfcCore::AllocateAt(uint64_t address, uint64_t bytes, int32_t stream) {
   const std::optional<uint64_t> rounded = RoundedSize(bytes);
   if (!rounded || address % bfc::kMinAllocationSize != 0) return nullptr;
   const int pool = inline_ ? 0 : PoolOf(stream, *rounded);
-  const ChunkHandle free = map_.FindContainingChunk(address);
+  ChunkHandle free = map_.FindContainingChunk(address);
   if (free == kInvalidChunk) return nullptr;
+  if (map_.chunk(free).decommitted()) {
+    // Its granules under the block are committed again first.
+    const BfcChunk& hole = map_.chunk(free);
+    if (address + *rounded > hole.end() ||
+        hole.pool != static_cast<uint32_t>(pool)) {
+      return nullptr;
+    }
+    const uint64_t granule = decommit_granule_;
+    free = Recommit(free, std::max(hole.address, RoundDown(address, granule)),
+                    std::min(hole.end(), RoundUp(address + *rounded, granule)));
+    if (free == kInvalidChunk) return nullptr;
+    free = TryToCoalesce(free, /*ignore_freed_at=*/false);
+    InsertFree(free);
+  }
   const BfcChunk& chunk = map_.chunk(free);
   const uint64_t start = chunk.address;
   if (!chunk.Mergeable() || chunk.pool != static_cast<uint32_t>(pool) ||

@@ -12,10 +12,6 @@
 namespace tensormem::alloc_internal {
 namespace {
 
-// Local moves after best fit, on the allocating thread when a plan takes
-// over: they take milliseconds on the loop corpus, and stop at this.
-constexpr double kImproveSeconds = 0.05;
-
 // For each live block, the iteration's events it lives through: [0, end).
 // A block the plan knows to be freed in the iteration is reused after it.
 int64_t LiveUntil(const LoopPlan& plan, const LiveBlock& block) {
@@ -97,14 +93,22 @@ void FindGates(const std::vector<LiveBlock>& live, PlacementAround& result) {
 
 }  // namespace
 
-absl::StatusOr<PlacementAround> PlaceAround(
-    const LoopPlan& plan, const std::vector<LiveBlock>& live) {
+absl::StatusOr<PlacementAround> PlaceAround(const LoopPlan& plan,
+                                            const std::vector<LiveBlock>& live,
+                                            const PlaceAroundOptions& options) {
   Problem problem = PlacementProblem(plan, live);
-  OptimalPlanOptions options;
-  options.keep_given_offsets = true;
-  options.alignment = plan.arena_alignment;
-  options.time_limit_seconds = kImproveSeconds;
-  absl::StatusOr<OptimalPlanResult> placed = PlanOptimal(problem.set, options);
+  if (const uint64_t peak = PeakLiveBytes(problem.set); peak > options.limit) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the iteration around %d live blocks needs %d bytes at its peak; "
+        "there are %d",
+        live.size(), peak, options.limit));
+  }
+  OptimalPlanOptions optimal;
+  optimal.keep_given_offsets = true;
+  optimal.alignment = plan.arena_alignment;
+  optimal.time_limit_seconds = options.seconds;
+  optimal.cancel = options.cancel;
+  absl::StatusOr<OptimalPlanResult> placed = PlanOptimal(problem.set, optimal);
   if (!placed.ok()) return placed.status();
   if (absl::Status valid = CheckPlacement(placed->placed, plan.arena_alignment);
       !valid.ok()) {

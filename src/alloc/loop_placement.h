@@ -15,6 +15,7 @@
 #ifndef TENSORMEM_SRC_ALLOC_LOOP_PLACEMENT_H_
 #define TENSORMEM_SRC_ALLOC_LOOP_PLACEMENT_H_
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct LiveBlock {
   // (made before the loop, or address space that is not memory): it stays
   // in place for the whole iteration unless the plan knows its free.
   int64_t previous_request = -1;
+
+  friend bool operator==(const LiveBlock&, const LiveBlock&) = default;
 };
 
 struct PlacementAround {
@@ -45,14 +48,25 @@ struct PlacementAround {
   std::vector<uint8_t> reused;
 };
 
+struct PlaceAroundOptions {
+  // The memory there is: when the peak of live bytes of the blocks to place
+  // and the live ones together exceeds it, no placement fits, and none is
+  // tried.
+  uint64_t limit = ~uint64_t{0};
+  // The optimal planner's time, and a flag that stops it (null: none).
+  double seconds = 1.0;
+  const std::atomic<bool>* cancel = nullptr;
+};
+
 // Places the arena blocks of `plan` around `live` (which must not overlap):
 // a block that wraps keeps the place of its previous instance, which it
 // replaces; the others go around every live block for as long as the block
 // lives in the iteration. The optimal planner places them, keeping the live
-// blocks' offsets (best fit, then local moves); the placement is checked
-// before it is returned.
-absl::StatusOr<PlacementAround> PlaceAround(const LoopPlan& plan,
-                                            const std::vector<LiveBlock>& live);
+// blocks' offsets (best fit, the windowed orders and their repairs, local
+// moves); the placement is checked before it is returned.
+absl::StatusOr<PlacementAround> PlaceAround(
+    const LoopPlan& plan, const std::vector<LiveBlock>& live,
+    const PlaceAroundOptions& options = {});
 
 }  // namespace tensormem::alloc_internal
 

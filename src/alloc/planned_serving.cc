@@ -22,7 +22,8 @@ PlannedServing::PlannedServing(BfcAllocator& fallback, bool background_planning,
                                uint64_t growth_allowance)
     : fallback_(fallback),
       growth_allowance_(growth_allowance),
-      learner_(background_planning) {
+      learner_(background_planning),
+      placement_(background_planning) {
   pending_.reserve(kMaxChunkEvents);
 }
 
@@ -215,26 +216,33 @@ void PlannedServing::MaybeTakeOver(const LoopEvent* request) {
           ? shape.marked
           : !shape.marked && next_sequence_ >= shape.first_sequence &&
                 (next_sequence_ - shape.first_sequence) % shape.period == 0;
-  using Outcome = LoopLearner::Outcome;
   // The last plan's arena blocks must be gone first.
-  if (!at_boundary || shadowed_ != static_cast<int64_t>(shape.period) ||
-      arena_live_ != 0) {
-    // A repetition inside an iteration (equal layers) looks like a loop
-    // until it ends: the plan first follows one whole iteration without
-    // serving it (again, when it could not take over), and is dropped at
-    // the first request that differs.
-    if (at_boundary) shadowed_ = 0;
-    if (request != nullptr && shadowed_ >= 0 && !Shadow(*request)) {
-      learner_.Resume(Outcome::kNotALoop, shape.key, next_sequence_);
+  if (at_boundary && shadowed_ == static_cast<int64_t>(shape.period) &&
+      arena_live_ == 0) {
+    ReleaseIdleArena();
+    const TakeOverStep step = TakeOver(ready_);
+    if (step != TakeOverStep::kWaiting) {
+      if (step == TakeOverStep::kNoRoom) {
+        learner_.Resume(LoopLearner::Outcome::kNoRoom, shape.key,
+                        next_sequence_);
+      }
       ready_ = nullptr;
+      placement_.Stop();
+      logged_since_learning_ = 0;
+      return;
     }
-    return;
+    // Its placement in the pool is being made: follow this iteration too.
   }
-  ReleaseIdleArena();
-  std::shared_ptr<const LoopPlan> plan = std::move(ready_);
-  if (!TakeOver(plan))
-    learner_.Resume(Outcome::kNoRoom, plan->shape.key, next_sequence_);
-  logged_since_learning_ = 0;
+  // A repetition inside an iteration (equal layers) looks like a loop until
+  // it ends: the plan first follows one whole iteration without serving it
+  // (again, when it could not take over yet), and is dropped at the first
+  // request that differs.
+  if (at_boundary) shadowed_ = 0;
+  if (request != nullptr && shadowed_ >= 0 && !Shadow(*request)) {
+    learner_.Resume(LoopLearner::Outcome::kNotALoop, shape.key, next_sequence_);
+    ready_ = nullptr;
+    placement_.Stop();
+  }
 }
 
 bool PlannedServing::Shadow(const LoopEvent& request) {

@@ -20,6 +20,7 @@
 #include "alloc/loop_learner.h"
 #include "alloc/loop_placement.h"
 #include "alloc/loop_plan.h"
+#include "alloc/placement_job.h"
 #include "tensormem/alloc/bfc_allocator.h"
 #include "tensormem/alloc/memory_dump.h"
 #include "tensormem/alloc/planned_allocator.h"
@@ -69,19 +70,32 @@ class PlannedServing {
   // Learning: takes a plan the learner found when the next iteration begins
   // now, with `request` (nullptr: at a MarkIteration call).
   void MaybeTakeOver(const LoopEvent* request);
-  // planned_takeover.cc. False when the arena cannot be had without raising
-  // the pool's peak: placed around the fallback's blocks in its one region
-  // (TakeOverInPlace), or else in one block of its own.
-  bool TakeOver(std::shared_ptr<const LoopPlan> plan);
-  bool TakeOverInPlace(const LoopPlan& plan);
+  // planned_takeover.cc. The arena is placed around the fallback's blocks
+  // in its one region (TakeOverInPlace), or else taken as one block of its
+  // own; kNoRoom when it cannot be had without raising the pool's peak, and
+  // kWaiting while the placement in the region is being made.
+  enum class TakeOverStep { kServing, kWaiting, kNoRoom };
+  TakeOverStep TakeOver(const std::shared_ptr<const LoopPlan>& plan);
+  TakeOverStep TakeOverInPlace(const std::shared_ptr<const LoopPlan>& plan);
+  // kServing when `placement_` holds a placement of `plan` around `live`;
+  // kWaiting while one is made (started now when there was none, or when
+  // the blocks moved since the last); kNoRoom when they moved too often.
+  TakeOverStep PlaceInPool(const std::shared_ptr<const LoopPlan>& plan,
+                           std::vector<LiveBlock> live, uint64_t region_bytes);
   // TakeOverInPlace's steps: the blocks in the region (their addresses in
-  // `ptrs`), the free chunks below `top` taken from the fallback (false when
-  // one could not be), and the gates of the blocks the placement reuses.
+  // `ptrs`); the memory below `top` taken from the fallback (TakeBelow:
+  // false, with some in `taken`, when a chunk could not be had or the pool
+  // would break the room rule, counting `outliving_bytes`), its free chunks
+  // and then its decommitted ones (TakeChunks), which RecommitBytes commit
+  // again; the gates of the blocks the placement reuses.
   std::vector<LiveBlock> LiveBlocksIn(const MemoryDump::Region& region,
                                       const LoopPlan& plan,
                                       std::vector<void*>& ptrs) const;
-  bool TakeFreeChunks(const MemoryDump::Region& region, uint64_t top,
-                      std::vector<void*>& taken);
+  bool TakeBelow(const MemoryDump::Region& region, uint64_t top,
+                 uint64_t outliving_bytes, std::vector<void*>& taken);
+  bool TakeChunks(const MemoryDump::Region& region, uint64_t top,
+                  bool decommitted, std::vector<void*>& taken);
+  uint64_t RecommitBytes(const MemoryDump::Region& region, uint64_t top) const;
   void ArmGates(PlacementAround& placed, const std::vector<void*>& live_ptrs);
   void BeginServing(std::shared_ptr<const LoopPlan> plan, char* arena);
   // Serving: true while a live block the plan was placed around still holds
@@ -112,6 +126,10 @@ class PlannedServing {
   size_t logged_since_learning_ = 0;       // began or resumed
   std::shared_ptr<const LoopPlan> ready_;  // found, waiting for its boundary
   int64_t shadowed_ = -1;  // requests of ready_'s iteration followed so far
+  // ready_ placed around the blocks live at a boundary; started again when
+  // they moved, up to a limit.
+  PlacementJob placement_;
+  int placements_started_ = 0;
 
   // Serving. `arena_plan_` placed the arena now held; `plan_` is it while
   // it serves, nullptr once it ended (its blocks may still be live).

@@ -7,11 +7,27 @@
 #include "alloc/loop_placement.h"
 #include "alloc/planned_serving.h"
 #include "tensormem/alloc/memory_dump.h"
+#include "tensormem/core/checked_math.h"
 
 namespace tensormem::alloc_internal {
 
-bool PlannedServing::TakeOver(std::shared_ptr<const LoopPlan> plan) {
-  if (TakeOverInPlace(*plan)) return true;
+namespace {
+
+// The optimal planner's time for a placement in the pool. The windowed
+// orders and their repairs take 0.03-0.75 s on the loop corpus.
+constexpr double kPlaceSeconds = 1.0;
+// Placements started for one plan: the live blocks a placement was made
+// around must still be there at a later boundary.
+constexpr int kMaxPlacements = 3;
+
+}  // namespace
+
+PlannedServing::TakeOverStep PlannedServing::TakeOver(
+    const std::shared_ptr<const LoopPlan>& plan) {
+  if (const TakeOverStep in_place = TakeOverInPlace(plan);
+      in_place != TakeOverStep::kNoRoom) {
+    return in_place;
+  }
   // What the iterations before held goes back first (free memory is split
   // by blocks that outlive them, and by holes the fallback gave back), so
   // the arena takes one stretch. No new high-water mark beyond the
@@ -22,45 +38,63 @@ bool PlannedServing::TakeOver(std::shared_ptr<const LoopPlan> plan) {
   const AllocatorStats stats = *fallback_.GetStats();
   if (stats.pool_bytes + plan->arena_bytes + plan->outliving_bytes >
       stats.peak_pool_bytes + growth_allowance_) {
-    return false;
+    return TakeOverStep::kNoRoom;
   }
   void* arena = fallback_.Allocate(plan->arena_bytes, plan->arena_alignment);
-  if (arena == nullptr) return false;
+  if (arena == nullptr) return TakeOverStep::kNoRoom;
   arena_chunks_ = {arena};
-  BeginServing(std::move(plan), static_cast<char*>(arena));
-  return true;
+  BeginServing(plan, static_cast<char*>(arena));
+  return TakeOverStep::kServing;
 }
 
-bool PlannedServing::TakeOverInPlace(const LoopPlan& plan) {
+PlannedServing::TakeOverStep PlannedServing::PlaceInPool(
+    const std::shared_ptr<const LoopPlan>& plan, std::vector<LiveBlock> live,
+    uint64_t region_bytes) {
+  if (placement_.plan() == plan.get()) {
+    if (!placement_.Done()) return TakeOverStep::kWaiting;
+    if (placement_.live() == live) return TakeOverStep::kServing;
+    if (placements_started_ >= kMaxPlacements) return TakeOverStep::kNoRoom;
+  } else {
+    placements_started_ = 0;
+  }
+  ++placements_started_;
+  placement_.Start(plan, std::move(live),
+                   {.limit = region_bytes, .seconds = kPlaceSeconds});
+  return placement_.Done() ? TakeOverStep::kServing : TakeOverStep::kWaiting;
+}
+
+PlannedServing::TakeOverStep PlannedServing::TakeOverInPlace(
+    const std::shared_ptr<const LoopPlan>& plan) {
   // The fallback's one region is the arena: its blocks stay where they are,
   // and the plan fills the space around them. A pool of several regions
   // (an upstream that cannot extend one) keeps the arena of its own.
   const MemoryDump dump = fallback_.RecordMemoryDump();
-  if (dump.regions.size() != 1) return false;
+  if (dump.regions.size() != 1) return TakeOverStep::kNoRoom;
   const MemoryDump::Region& region = dump.regions.front();
-  if (region.address % plan.arena_alignment != 0) return false;
+  if (region.address % plan->arena_alignment != 0) return TakeOverStep::kNoRoom;
   std::vector<void*> live_ptrs;
-  const std::vector<LiveBlock> live = LiveBlocksIn(region, plan, live_ptrs);
-  absl::StatusOr<PlacementAround> placed = PlaceAround(plan, live);
-  if (!placed.ok() || placed->plan.arena_bytes > region.size) return false;
+  std::vector<LiveBlock> live = LiveBlocksIn(region, *plan, live_ptrs);
+  if (const TakeOverStep placing =
+          PlaceInPool(plan, std::move(live), region.size);
+      placing != TakeOverStep::kServing) {
+    return placing;
+  }
+  absl::StatusOr<PlacementAround> placed = placement_.Take();
+  if (!placed.ok() || placed->plan.arena_bytes > region.size)
+    return TakeOverStep::kNoRoom;
   std::vector<void*> taken;
-  const bool all_taken =
-      TakeFreeChunks(region, placed->plan.arena_bytes, taken);
-  // What lies above goes back; the same room rule as for an arena of its
-  // own.
-  fallback_.TrimFreeMemory();
-  const AllocatorStats stats = *fallback_.GetStats();
-  if (!all_taken || stats.pool_bytes + plan.outliving_bytes >
-                        stats.peak_pool_bytes + growth_allowance_) {
+  if (!TakeBelow(region, placed->plan.arena_bytes, plan->outliving_bytes,
+                 taken)) {
     for (void* block : taken) fallback_.Deallocate(block);
-    return false;
+    fallback_.TrimFreeMemory();
+    return TakeOverStep::kNoRoom;
   }
   arena_chunks_ = std::move(taken);
   ArmGates(*placed, live_ptrs);
   BeginServing(std::make_shared<const LoopPlan>(std::move(placed->plan)),
                reinterpret_cast<char*>(region.address));
   ++status_.plans_placed_in_pool;
-  return true;
+  return TakeOverStep::kServing;
 }
 
 std::vector<LiveBlock> PlannedServing::LiveBlocksIn(
@@ -68,13 +102,12 @@ std::vector<LiveBlock> PlannedServing::LiveBlocksIn(
     std::vector<void*>& ptrs) const {
   std::vector<LiveBlock> live;
   for (const MemoryDump::Chunk& chunk : region.chunks) {
-    // Decommitted address space is no memory: the plan stays off it too.
-    if (!chunk.in_use && !chunk.decommitted) continue;
+    // Decommitted stretches are the plan's to commit again.
+    if (!chunk.in_use) continue;
     LiveBlock block{.offset = chunk.address - region.address,
                     .bytes = chunk.size};
     void* ptr = reinterpret_cast<void*>(chunk.address);
-    const auto it =
-        chunk.in_use ? fallback_live_.find(ptr) : fallback_live_.end();
+    const auto it = fallback_live_.find(ptr);
     // An instance of the last iteration's request j: the plan knows when it
     // is freed.
     if (it != fallback_live_.end() &&
@@ -89,11 +122,28 @@ std::vector<LiveBlock> PlannedServing::LiveBlocksIn(
   return live;
 }
 
-bool PlannedServing::TakeFreeChunks(const MemoryDump::Region& region,
-                                    uint64_t top, std::vector<void*>& taken) {
+bool PlannedServing::TakeBelow(const MemoryDump::Region& region, uint64_t top,
+                               uint64_t outliving_bytes,
+                               std::vector<void*>& taken) {
+  // Free memory first; what lies above the top then goes back, and the
+  // decommitted stretches below it are committed again only when the pool
+  // stays within the room rule of an arena of its own.
+  if (!TakeChunks(region, top, /*decommitted=*/false, taken)) return false;
+  fallback_.TrimFreeMemory();
+  const AllocatorStats stats = *fallback_.GetStats();
+  if (stats.pool_bytes + RecommitBytes(region, top) + outliving_bytes >
+      stats.peak_pool_bytes + growth_allowance_) {
+    return false;
+  }
+  return TakeChunks(region, top, /*decommitted=*/true, taken);
+}
+
+bool PlannedServing::TakeChunks(const MemoryDump::Region& region, uint64_t top,
+                                bool decommitted, std::vector<void*>& taken) {
   for (const MemoryDump::Chunk& chunk : region.chunks) {
     const uint64_t begin = chunk.address - region.address;
-    if (chunk.in_use || chunk.decommitted || begin >= top) continue;
+    if (chunk.in_use || chunk.decommitted != decommitted || begin >= top)
+      continue;
     const uint64_t end = std::min(begin + chunk.size, top);
     void* block = fallback_.AllocateAt(reinterpret_cast<void*>(chunk.address),
                                        end - begin);
@@ -101,6 +151,20 @@ bool PlannedServing::TakeFreeChunks(const MemoryDump::Region& region,
     taken.push_back(block);
   }
   return true;
+}
+
+uint64_t PlannedServing::RecommitBytes(const MemoryDump::Region& region,
+                                       uint64_t top) const {
+  const uint64_t granule = std::max<uint64_t>(fallback_.decommit_granule(), 1);
+  const uint64_t top_address = RoundUp(region.address + top, granule);
+  uint64_t bytes = 0;
+  for (const MemoryDump::Chunk& chunk : region.chunks) {
+    if (chunk.decommitted && chunk.address < region.address + top) {
+      bytes += std::min(chunk.address + chunk.size, top_address) -
+               RoundDown(chunk.address, granule);
+    }
+  }
+  return bytes;
 }
 
 void PlannedServing::ArmGates(PlacementAround& placed,

@@ -390,5 +390,56 @@ TEST(BfcTrim, GivesBackHolesAndTheAddressSpaceServesAgain) {
   EXPECT_TRUE(allocator->CheckInvariants().ok());
 }
 
+// A region's free tail gives back its whole granules too (growth, which
+// extends regions, leaves tails alone), and serves again when needed.
+TEST(BfcTrim, GivesBackTheWholeGranulesOfAFreeTail) {
+  auto allocator = MakeOver(
+      std::make_unique<SimulatedSubAllocator>(64 * kMiB, /*coalescing=*/true),
+      "tight", 64 * kMiB);
+  void* whole = allocator->Allocate(8 * kMiB);
+  ASSERT_NE(whole, nullptr);
+  allocator->Deallocate(whole);
+  void* head = allocator->Allocate(kMiB);  // [0, 1 MiB) of the region
+  ASSERT_NE(head, nullptr);
+  EXPECT_EQ(PoolBytes(*allocator), 8 * kMiB);
+  EXPECT_TRUE(allocator->TrimFreeMemory());
+  EXPECT_EQ(PoolBytes(*allocator), 2 * kMiB);  // head's granule
+  EXPECT_EQ(DecommittedBytes(*allocator), 6 * kMiB);
+  void* again = allocator->Allocate(6 * kMiB);
+  ASSERT_NE(again, nullptr) << allocator->LastFailureReport();
+  EXPECT_EQ(PoolBytes(*allocator), 8 * kMiB);
+  allocator->Deallocate(again);
+  allocator->Deallocate(head);
+  EXPECT_TRUE(allocator->CheckInvariants().ok());
+}
+
+// AllocateAt into decommitted address space commits the granules under the
+// block again, and only those.
+TEST(BfcTrim, AllocateAtCommitsTheGranulesUnderTheBlockAgain) {
+  auto allocator = MakeOver(
+      std::make_unique<SimulatedSubAllocator>(64 * kMiB, /*coalescing=*/true),
+      "tight", 64 * kMiB);
+  void* whole = allocator->Allocate(8 * kMiB);
+  ASSERT_NE(whole, nullptr);
+  allocator->Deallocate(whole);
+  char* head = static_cast<char*>(allocator->Allocate(kMiB));
+  ASSERT_EQ(head, whole);
+  allocator->TrimFreeMemory();
+  ASSERT_EQ(DecommittedBytes(*allocator), 6 * kMiB);  // [2 MiB, 8 MiB)
+  void* at = allocator->AllocateAt(head + 3 * kMiB, kMiB + 4096);
+  ASSERT_EQ(at, head + 3 * kMiB);
+  EXPECT_EQ(PoolBytes(*allocator), 6 * kMiB);  // [0, 2) and [2, 6)
+  EXPECT_EQ(DecommittedBytes(*allocator), 2 * kMiB);
+  // Past the decommitted stretch's end: refused, nothing committed.
+  EXPECT_EQ(allocator->AllocateAt(head + 7 * kMiB, 2 * kMiB), nullptr);
+  EXPECT_EQ(PoolBytes(*allocator), 6 * kMiB);
+  EXPECT_TRUE(allocator->CheckInvariants().ok())
+      << allocator->CheckInvariants();
+  allocator->Deallocate(at);
+  allocator->Deallocate(head);
+  EXPECT_TRUE(allocator->CheckInvariants().ok())
+      << allocator->CheckInvariants();
+}
+
 }  // namespace
 }  // namespace tensormem

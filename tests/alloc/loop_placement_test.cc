@@ -3,8 +3,13 @@
 #include "alloc/loop_placement.h"
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
+#include "alloc/placement_job.h"
 #include "gtest/gtest.h"
 
 namespace tensormem::alloc_internal {
@@ -116,6 +121,70 @@ TEST(PlaceAroundTest, OverlappingLiveBlocksAreRefused) {
                                        {.offset = 2048, .bytes = 4096}};
   const absl::StatusOr<PlacementAround> placed = PlaceAround(plan, live);
   EXPECT_FALSE(placed.ok());
+}
+
+TEST(PlaceAroundTest, NoPlacementIsTriedWhenThePeakExceedsTheMemory) {
+  const LoopPlan plan = TrainingPlan();
+  const std::vector<LiveBlock> live = {{.offset = 0, .bytes = 8192}};
+  const absl::StatusOr<PlacementAround> placed = PlaceAround(plan, live);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  // The placement's top is at least the peak; the weights alone are less.
+  EXPECT_TRUE(
+      PlaceAround(plan, live, {.limit = placed->plan.arena_bytes}).ok());
+  const absl::Status refused =
+      PlaceAround(plan, live, {.limit = 8192}).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("at its peak"), std::string::npos)
+      << refused;
+}
+
+std::vector<uint64_t> Offsets(const LoopPlan& plan) {
+  std::vector<uint64_t> offsets;
+  for (const PlannedRequest& request : plan.requests)
+    offsets.push_back(request.offset);
+  return offsets;
+}
+
+TEST(PlacementJobTest, ABackgroundJobPlacesAsTheCallerWould) {
+  auto plan = std::make_shared<const LoopPlan>(TrainingPlan());
+  const std::vector<LiveBlock> live = {{.offset = 0, .bytes = 8192}};
+  const absl::StatusOr<PlacementAround> here = PlaceAround(*plan, live);
+  ASSERT_TRUE(here.ok()) << here.status();
+  PlacementJob job(/*background=*/true);
+  EXPECT_EQ(job.plan(), nullptr);
+  job.Start(plan, live, {});
+  EXPECT_EQ(job.plan(), plan.get());
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (!job.Done() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(job.Done());
+  EXPECT_EQ(job.live(), live);
+  const absl::StatusOr<PlacementAround> there = job.Take();
+  ASSERT_TRUE(there.ok()) << there.status();
+  EXPECT_EQ(Offsets(there->plan), Offsets(here->plan));
+  EXPECT_EQ(there->plan.arena_bytes, here->plan.arena_bytes);
+  // Taken once: the job is forgotten.
+  EXPECT_EQ(job.plan(), nullptr);
+  EXPECT_FALSE(job.Done());
+  EXPECT_FALSE(job.Take().ok());
+}
+
+TEST(PlacementJobTest, StartingAgainOrStoppingDropsTheJobUnderWay) {
+  auto plan = std::make_shared<const LoopPlan>(TrainingPlan());
+  PlacementJob job(/*background=*/true);
+  job.Start(plan, {{.offset = 0, .bytes = 8192}}, {});
+  const std::vector<LiveBlock> moved = {{.offset = 4096, .bytes = 8192}};
+  job.Start(plan, moved, {});
+  EXPECT_EQ(job.live(), moved);
+  job.Stop();
+  EXPECT_EQ(job.plan(), nullptr);
+  EXPECT_FALSE(job.Done());
+  // Inline, the placement is done when Start returns.
+  PlacementJob inline_job(/*background=*/false);
+  inline_job.Start(plan, moved, {});
+  EXPECT_TRUE(inline_job.Done());
+  EXPECT_TRUE(inline_job.Take().ok());
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The planned policy placed in the pool (loop_placement.h): the blocks live
 // when a plan takes over stay where they are, and places the plan reuses
 // are the plan's only once their blocks were freed.
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "alloc/loop_workloads.h"
@@ -65,6 +67,33 @@ TEST(PlannedInPlaceTest, APlaceHeldLongerThanPlannedGoesToTheFallback) {
     EXPECT_GE(planned.loop_status().plans_placed_in_pool, 1) << late_step;
   }
   EXPECT_GT(late_in_place, 0);
+}
+
+// With planning in the background (the default), the placement in the pool
+// is made off the allocating thread too; the plan takes over at a later
+// boundary where the blocks it was placed around are still where they were.
+TEST(PlannedInPlaceTest, PlacedInTheBackgroundItTakesOverAtALaterBoundary) {
+  AllocatorSpec spec;
+  ASSERT_TRUE(SetAllocatorOption(spec, "policy", "planned").ok());
+  ASSERT_TRUE(SetAllocatorOption(spec, "memory_limit", "16G").ok());
+  absl::StatusOr<BuiltAllocator> built = CreateAllocator(spec);
+  ASSERT_TRUE(built.ok()) << built.status();
+  auto& planned = dynamic_cast<PlannedAllocator&>(*built->allocator);
+  LoopDriver driver(planned);
+  for (int w = 0; w < 3; ++w) driver.Allocate(-1 - w, 20 * kMiB);
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  int step = 0;
+  for (; std::chrono::steady_clock::now() < give_up; ++step) {
+    driver.Run(TrainingStep(6, 5, 8 * kMiB, 1000 * (step + 1)));
+    if (planned.loop_status().planned_iterations >= 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const PlannedAllocator::LoopStatus status = planned.loop_status();
+  EXPECT_GE(status.planned_iterations, 3) << "after " << step << " steps";
+  EXPECT_EQ(status.plans_placed_in_pool, status.plans_taken_over);
+  EXPECT_EQ(status.mismatches, 0);
+  EXPECT_TRUE(planned.fallback().CheckInvariants().ok());
 }
 
 }  // namespace

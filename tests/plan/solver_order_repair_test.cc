@@ -158,6 +158,56 @@ TEST(OrderRepairTest, TwoThreadsReturnTheSamePlanAsOne) {
   }
 }
 
+TEST(OrderRepairTest, PromoteAndDemoteLeaveKeptRecordsInPlace) {
+  const std::vector<UsageRecord<>> records = {
+      {.tensor_size = 1, .first_task = 0, .last_task = 1},
+      {.tensor_size = 1, .first_task = 1, .last_task = 2},
+      {.tensor_size = 1, .first_task = 10, .last_task = 11},
+      {.tensor_size = 1, .first_task = 11, .last_task = 12},
+      {.tensor_size = 1, .first_task = 12, .last_task = 13}};
+  const WindowedOrder order = {.width = 10};
+  // Record 1 leads the order as a kept one: nothing goes ahead of it.
+  std::vector<size_t> visit = {1, 0, 2, 3, 4};
+  PromoteInVisitOrder(records, order, 0, 0, visit, /*first=*/1);
+  EXPECT_EQ(visit, (std::vector<size_t>{1, 0, 2, 3, 4}));
+  PromoteInVisitOrder(records, order, 4, 3, visit, /*first=*/1);
+  EXPECT_EQ(visit, (std::vector<size_t>{1, 4, 0, 2, 3}));
+  // 0 and 1 (one after the other at offset 0) both hold up 2, at offset 1
+  // and live with each; 1 is kept.
+  const std::vector<UsageRecord<>> stacked = {
+      {.tensor_size = 1, .first_task = 0, .last_task = 2},
+      {.tensor_size = 1, .first_task = 3, .last_task = 5},
+      {.tensor_size = 1, .first_task = 2, .last_task = 3}};
+  const std::vector<uint64_t> offsets = {0, 0, 1};
+  const std::vector<uint8_t> fixed = {0, 1, 0};
+  visit = {1, 0, 2};
+  EXPECT_EQ(DemoteSupports(stacked, offsets, 2, visit, fixed), 1u);
+  EXPECT_EQ(visit, (std::vector<size_t>{1, 2, 0}));
+}
+
+TEST(OrderRepairTest, KeptRecordsKeepTheirOffsetsThroughTheFamily) {
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    const std::vector<UsageRecord<>> records = RandomRecords(seed, 200, 150);
+    std::optional<std::vector<uint64_t>> start =
+        PlaceInVisitOrder(records, WindowedVisitOrder(records, {.width = 7}),
+                          false, 8, Within(std::chrono::seconds(5)));
+    ASSERT_TRUE(start.has_value());
+    // Every third record stays where the start put it, the rest are
+    // re-placed around them.
+    std::vector<uint8_t> fixed(records.size(), 0);
+    for (size_t i = 0; i < records.size(); i += 3) fixed[i] = 1;
+    std::vector<uint64_t> offsets = *start;
+    const WindowedOrdersOutcome outcome = ImproveByWindowedOrders(
+        records, 8, offsets, Within(std::chrono::seconds(60)),
+        {.threads = 2, .fixed = fixed});
+    EXPECT_LE(outcome.total, TotalSize(records, *start));
+    EXPECT_EQ(outcome.total, TotalSize(records, offsets));
+    EXPECT_TRUE(CheckOffsets(records, {offsets, outcome.total}, 8).ok());
+    for (size_t i = 0; i < records.size(); i += 3)
+      EXPECT_EQ(offsets[i], (*start)[i]) << seed << " record " << i;
+  }
+}
+
 // IOPDDL S_1 (28,526 buffers): a backward first-fit member ends 0.26% above
 // the peak of live bytes; its repair brings it within 0.1%.
 TEST(OrderRepairTest, RepairBringsIopddlS1WithinATenthOfAPercent) {

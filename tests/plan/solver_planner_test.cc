@@ -149,6 +149,12 @@ TEST(OptimalPlannerTest, GivenOffsetsAreKeptAndTheRestGoesAround) {
     EXPECT_EQ(kept->start_size, best_fit->offsets.total_size);
     EXPECT_LE(kept->total_size, kept->start_size);
     EXPECT_GE(kept->total_size, kept->lower_bound);
+    // No placement ends below a kept buffer: the bound says so.
+    for (size_t i = 0; i < set.buffers.size(); ++i) {
+      if (pinned[i]) {
+        EXPECT_GE(kept->lower_bound, *pinned[i] + set.buffers[i].size);
+      }
+    }
   }
 }
 

@@ -153,14 +153,18 @@ class BfcAllocator final : public Allocator {
   // (what an empty_cache-like trim can give back without moving blocks).
   // Returns false when nothing went back.
   bool TrimFreeMemory();
+  // The unit TrimFreeMemory gives back and recommits; 0 when the policy or
+  // the upstream cannot decommit.
+  uint64_t decommit_granule() const;
 
   // Rebuilding a recorded state (a replay that starts where a recording
   // began). AddRegion grows the pool that serves requests of `request_bytes`
   // on `stream` by a region of exactly `bytes` and serves nothing; false when
   // the limit or the upstream refuses. AllocateAt serves `bytes` at
-  // `address`, which must lie in a free chunk of the pool that serves it
-  // with room for the rounded request; what follows the block is cut off as
-  // the policy's split rule says. nullptr when it cannot.
+  // `address`, which must lie in a free or decommitted chunk (whose granules
+  // under the block are committed again) of the pool that serves it, with
+  // room for the rounded request; what follows the block is cut off as the
+  // policy's split rule says. nullptr when it cannot.
   bool AddRegion(size_t bytes, size_t request_bytes, int32_t stream = 0);
   void* AllocateAt(const void* address, size_t bytes, int32_t stream = 0);
 

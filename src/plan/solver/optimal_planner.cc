@@ -287,13 +287,16 @@ class RoundSearch {
   bool first_in_round_ = true;
 };
 
-// Sets too large to search: the windowed greedy orders and their repairs,
-// then local moves on the best plan they found, until a plan is within the
-// capacity if one is given. `result.method` names the last step that helped.
+// Sets too large to search, and sets with kept offsets (`fixed`, empty or
+// one entry per record; the search moves every buffer): the windowed greedy
+// orders and their repairs, then local moves on the best plan they found,
+// until a plan is within the capacity if one is given. `result.method` names
+// the last step that helped.
 void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
                      const OptimalPlanOptions& options, Clock::time_point start,
                      Clock::time_point deadline, std::vector<uint64_t>& offsets,
-                     OptimalPlanResult& result) {
+                     OptimalPlanResult& result,
+                     const std::vector<uint8_t>& fixed = {}) {
   const uint64_t alignment = options.alignment;
   auto take = [&](uint64_t total, Clock::time_point found_at,
                   const char* method) {
@@ -310,15 +313,31 @@ void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
       solver_internal::ImproveByWindowedOrders(
           records, alignment, offsets,
           {.deadline = deadline, .cancel = options.cancel},
-          {.stop_at = enough, .threads = options.threads});
+          {.stop_at = enough, .threads = options.threads, .fixed = fixed});
   if (reordered.improved_at) {
     take(reordered.total, *reordered.improved_at,
          reordered.repaired ? "repaired_order" : "windowed_orders");
   }
-  if (result.total_size <= enough) return;
+  // Local moves look at the deadline only.
+  if (result.total_size <= enough ||
+      (options.cancel != nullptr && options.cancel->load()))
+    return;
   const uint64_t moved = solver_internal::ImproveByLocalMoves(
-      records, alignment, offsets, deadline);
+      records, alignment, offsets, deadline, fixed);
   take(moved, Clock::now(), "local_moves");
+}
+
+// With given offsets kept, no placement ends below the highest of them.
+uint64_t KeptOffsetsBound(const BufferSet& set, std::vector<uint8_t>& fixed) {
+  uint64_t bound = 0;
+  fixed.assign(set.buffers.size(), 0);
+  for (size_t i = 0; i < set.buffers.size(); ++i) {
+    const Buffer& buffer = set.buffers[i];
+    if (!buffer.offset) continue;
+    fixed[i] = 1;
+    if (buffer.size > 0) bound = std::max(bound, *buffer.offset + buffer.size);
+  }
+  return bound;
 }
 
 }  // namespace
@@ -337,6 +356,11 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
 
   OptimalPlanResult result;
   result.lower_bound = problem.peak_bytes;
+  std::vector<uint8_t> fixed;
+  if (options.keep_given_offsets) {
+    result.lower_bound =
+        std::max(result.lower_bound, KeptOffsetsBound(set, fixed));
+  }
   if (options.capacity && *options.capacity < result.lower_bound) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "capacity %d is below the peak of live bytes %d: no placement fits",
@@ -353,17 +377,9 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
       result.total_size == result.lower_bound || (options.capacity && fits);
   if (!done && options.time_limit_seconds > 0) {
     if (options.keep_given_offsets) {
-      // The search and the windowed orders move every buffer.
-      std::vector<uint8_t> fixed(set.buffers.size());
-      for (size_t i = 0; i < fixed.size(); ++i)
-        fixed[i] = set.buffers[i].offset.has_value();
-      const uint64_t moved = solver_internal::ImproveByLocalMoves(
-          records, options.alignment, offsets, deadline, fixed);
-      if (moved < result.total_size) {
-        result.total_size = moved;
-        result.seconds_to_best = SecondsSince(start);
-        result.method = "local_moves";
-      }
+      // The search moves every buffer.
+      ImproveLargeSet(records, options, start, deadline, offsets, result,
+                      fixed);
     } else if (problem.buffers.size() > kMaxSearchBuffers ||
                solver_internal::CountOverlapPairs(problem) > kMaxOverlapPairs) {
       ImproveLargeSet(records, options, start, deadline, offsets, result);

@@ -59,24 +59,27 @@ std::optional<RepairedPlan> Place(const std::vector<UsageRecord<>>& records,
 
 void PromoteInVisitOrder(const std::vector<UsageRecord<>>& records,
                          const WindowedOrder& order, size_t tensor, int extra,
-                         std::vector<size_t>& visit) {
+                         std::vector<size_t>& visit, size_t first) {
   const size_t position =
       std::find(visit.begin(), visit.end(), tensor) - visit.begin();
-  if (position == visit.size()) return;
+  if (position == visit.size() || position <= first) return;
   size_t target = RunStart(records, order, visit, position + 1);
   if (target == position) ++extra;
-  for (int run = 0; run < extra && target > 0; ++run)
+  for (int run = 0; run < extra && target > first; ++run)
     target = RunStart(records, order, visit, target);
+  target = std::max(target, first);
   std::rotate(visit.begin() + target, visit.begin() + position,
               visit.begin() + position + 1);
 }
 
 size_t DemoteSupports(const std::vector<UsageRecord<>>& records,
                       const std::vector<uint64_t>& offsets, size_t tensor,
-                      std::vector<size_t>& visit) {
+                      std::vector<size_t>& visit,
+                      std::span<const uint8_t> fixed) {
   const UsageRecord<>& top = records[tensor];
   auto supports = [&](size_t i) {
     return i != tensor && records[i].tensor_size > 0 &&
+           (fixed.empty() || fixed[i] == 0) &&
            offsets[i] + records[i].tensor_size == offsets[tensor] &&
            records[i].LiveAtSameTime(top);
   };
@@ -100,14 +103,38 @@ size_t DemoteSupports(const std::vector<UsageRecord<>>& records,
   return demoted.size();
 }
 
+namespace {
+
+size_t CountKept(const KeptOffsets& kept) {
+  return std::count_if(kept.fixed.begin(), kept.fixed.end(),
+                       [](uint8_t f) { return f != 0; });
+}
+
+// The order's own plan. The kept records lead `visit`: placed as a prefix
+// already known, they keep their offsets.
+std::optional<RepairedPlan> PlaceFirst(
+    const std::vector<UsageRecord<>>& records, const std::vector<size_t>& visit,
+    const WindowedOrder& order, uint64_t alignment, const StopWhen& stop,
+    const KeptOffsets& kept) {
+  const size_t leading = CountKept(kept);
+  if (leading == 0)
+    return Place(records, visit, order, alignment, stop, {}, {});
+  const std::vector<size_t> kept_visit(visit.begin(), visit.begin() + leading);
+  return Place(records, visit, order, alignment, stop, kept_visit,
+               {.offsets = *kept.offsets, .found_at = {}});
+}
+
+}  // namespace
+
 std::optional<RepairedPlan> RepairWindowedOrder(
     const std::vector<UsageRecord<>>& records, const WindowedOrder& order,
     uint64_t alignment, uint64_t stop_at, const StopWhen& stop,
-    const RepairLimits& limits) {
-  std::vector<size_t> visit = WindowedVisitOrder(records, order);
+    const RepairLimits& limits, const KeptOffsets& kept) {
+  std::vector<size_t> visit = WindowedVisitOrder(records, order, kept.fixed);
   std::optional<RepairedPlan> best =
-      Place(records, visit, order, alignment, stop, {}, {});
+      PlaceFirst(records, visit, order, alignment, stop, kept);
   if (!best || records.empty()) return best;
+  const size_t leading = CountKept(kept);
   std::vector<size_t> best_visit = visit;
   RepairedPlan current = *best;
   // Moves tried on a best plan whose top was this buffer: even counts
@@ -119,11 +146,13 @@ std::optional<RepairedPlan> RepairWindowedOrder(
                      fruitless_returns <= limits.fruitless_returns;
        ++step) {
     const size_t top = TopBuffer(records, current);
+    // A kept record at the top: no order places it lower.
+    if (!kept.fixed.empty() && kept.fixed[top] != 0) break;
     const std::vector<size_t> placed_visit = visit;
     if (tries[top] % 2 == 1) {
-      DemoteSupports(records, current.offsets, top, visit);
+      DemoteSupports(records, current.offsets, top, visit, kept.fixed);
     } else {
-      PromoteInVisitOrder(records, order, top, tries[top] / 2, visit);
+      PromoteInVisitOrder(records, order, top, tries[top] / 2, visit, leading);
     }
     std::optional<RepairedPlan> next =
         Place(records, visit, order, alignment, stop, placed_visit, current);

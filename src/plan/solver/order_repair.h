@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "plan/solver/windowed_orders.h"
@@ -52,17 +53,27 @@ struct RepairLimits {
 
 // Moves `tensor` in `visit` to the front of its run of buffers of one window
 // (windows as `order` ranks them), and `extra` runs further ahead; a tensor
-// already at the front of its run goes one run further ahead.
+// already at the front of its run goes one run further ahead. It never goes
+// ahead of position `first` (the records kept in place lead the order).
 void PromoteInVisitOrder(const std::vector<UsageRecord<>>& records,
                          const WindowedOrder& order, size_t tensor, int extra,
-                         std::vector<size_t>& visit);
+                         std::vector<size_t>& visit, size_t first = 0);
 
 // Moves the buffers `tensor` rests on in the plan `offsets` (live with it,
 // ending at its offset) that come before it in `visit` to just after it, in
-// their order. Returns how many moved.
+// their order. Returns how many moved. Records with a non-zero entry in
+// `fixed` (empty, or one entry per record) stay where they are.
 size_t DemoteSupports(const std::vector<UsageRecord<>>& records,
                       const std::vector<uint64_t>& offsets, size_t tensor,
-                      std::vector<size_t>& visit);
+                      std::vector<size_t>& visit,
+                      std::span<const uint8_t> fixed = {});
+
+// Records that keep their offsets whatever the order: those with a non-zero
+// entry in `fixed` (empty for none) stay at (*offsets)[i].
+struct KeptOffsets {
+  const std::vector<uint64_t>* offsets = nullptr;
+  std::span<const uint8_t> fixed = {};
+};
 
 // Starts from `order`'s own plan and repairs it as above until a plan
 // reaches `stop_at` (a proven bound, or a total
@@ -72,7 +83,7 @@ size_t DemoteSupports(const std::vector<UsageRecord<>>& records,
 std::optional<RepairedPlan> RepairWindowedOrder(
     const std::vector<UsageRecord<>>& records, const WindowedOrder& order,
     uint64_t alignment, uint64_t stop_at, const StopWhen& stop,
-    const RepairLimits& limits = {});
+    const RepairLimits& limits = {}, const KeptOffsets& kept = {});
 
 }  // namespace tensormem::solver_internal
 

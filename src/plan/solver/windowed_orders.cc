@@ -139,12 +139,17 @@ uint64_t WindowRank(const UsageRecord<>& record, const WindowedOrder& order) {
 }
 
 std::vector<size_t> WindowedVisitOrder(
-    const std::vector<UsageRecord<>>& records, const WindowedOrder& order) {
-  // Key: (window in visiting order, longer lifetime first, larger first).
+    const std::vector<UsageRecord<>>& records, const WindowedOrder& order,
+    std::span<const uint8_t> fixed) {
+  // Key: (fixed first, window in visiting order, longer lifetime first,
+  // larger first).
   auto key = [&](size_t i) {
     const UsageRecord<>& r = records[i];
+    if (!fixed.empty() && fixed[i] != 0)
+      return std::make_tuple(false, uint64_t{0}, uint64_t{0}, uint64_t{0});
     const uint64_t duration = r.last_task - r.first_task;
-    return std::make_tuple(WindowRank(r, order), ~duration, ~r.tensor_size);
+    return std::make_tuple(true, WindowRank(r, order), ~duration,
+                           ~r.tensor_size);
   };
   std::vector<size_t> visit(records.size());
   std::iota(visit.begin(), visit.end(), 0);
@@ -181,6 +186,7 @@ WindowedOrdersOutcome ImproveByWindowedOrders(
     const std::vector<UsageRecord<>>& records, uint64_t alignment,
     std::vector<uint64_t>& offsets, const StopWhen& stop,
     const WindowedOrdersOptions& options) {
+  const std::vector<uint64_t> offsets_at_start = offsets;
   SharedBest best(offsets, TotalSize(records, offsets));
   if (records.empty()) return best.Outcome();
   const std::vector<WindowedOrder> family =
@@ -198,7 +204,8 @@ WindowedOrdersOutcome ImproveByWindowedOrders(
     const WindowedOrder& order = family[members[k]];
     std::optional<RepairedPlan> plan = RepairWindowedOrder(
         records, order, alignment, options.stop_at, stop_all,
-        options.repair ? RepairLimits{} : RepairLimits{.steps = 0});
+        options.repair ? RepairLimits{} : RepairLimits{.steps = 0},
+        {.offsets = &offsets_at_start, .fixed = options.fixed});
     if (!plan) return;
     if (plan->total <= options.stop_at) enough = true;
     best.Offer(plan->total, std::move(plan->offsets), k, plan->found_at,

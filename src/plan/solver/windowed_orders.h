@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "tensormem/plan/usage_record.h"
@@ -45,9 +46,12 @@ uint64_t TaskSpan(const std::vector<UsageRecord<>>& records);
 // The members tried, most promising first, for records spanning `span` tasks.
 std::vector<WindowedOrder> WindowedOrderFamily(uint64_t span);
 
-// The visiting order of `order` over `records` (indices).
+// The visiting order of `order` over `records` (indices). Records with a
+// non-zero entry in `fixed` (empty, or one entry per record) come first, in
+// index order: they keep offsets given beforehand.
 std::vector<size_t> WindowedVisitOrder(
-    const std::vector<UsageRecord<>>& records, const WindowedOrder& order);
+    const std::vector<UsageRecord<>>& records, const WindowedOrder& order,
+    std::span<const uint8_t> fixed = {});
 
 // When to give up: at `deadline`, or as soon as `*cancel` (if given) is set.
 struct StopWhen {
@@ -87,6 +91,10 @@ struct WindowedOrdersOptions {
   int threads = 1;
   // Repair each member's order (order_repair.h) after placing it.
   bool repair = true;
+  // Records with a non-zero entry (empty, or one entry per record) keep the
+  // offsets they have at the start: every order visits them first, and no
+  // repair moves them.
+  std::span<const uint8_t> fixed = {};
 };
 
 struct WindowedOrdersOutcome {

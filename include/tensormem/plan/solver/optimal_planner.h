@@ -47,15 +47,17 @@ struct OptimalPlanOptions {
   // size = max end); empty: the best of tensormem's greedy planners.
   std::vector<uint64_t> start_offsets;
   // Buffers whose `offset` is set keep it (memory already in use), and the
-  // rest are placed around them: best fit, then local moves that leave the
-  // kept ones in place. The search and the windowed orders do not run.
+  // rest are placed around them: best fit, then the windowed orders and
+  // their repairs with the kept buffers placed first, then local moves that
+  // leave them in place. The search does not run. The lower bound counts
+  // the highest kept buffer's end.
   bool keep_given_offsets = false;
   // Print best, bound and nodes/s on stderr about twice a second.
   bool progress = false;
   // When another thread sets it, the search stops within a few milliseconds
   // and the best plan so far is returned, as at the time limit (null: never).
-  // On large sets the windowed orders and their repairs stop too; the local
-  // moves after them only stop at the time limit.
+  // On large sets the windowed orders and their repairs stop too, and the
+  // local moves after them do not begin.
   const std::atomic<bool>* cancel = nullptr;
 };
 
