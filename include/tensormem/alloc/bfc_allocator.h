@@ -149,9 +149,9 @@ class BfcAllocator final : public Allocator {
   bool ReleaseFreeRegions();
   // ReleaseFreeRegions, and, under a policy with a decommit granule over an
   // upstream that can decommit, the whole granules inside free chunks that
-  // span two or more: the pool then holds live bytes plus partial granules
-  // (what an empty_cache-like trim can give back without moving blocks).
-  // Returns false when nothing went back.
+  // span two or more, and those of a region's free tail: the pool then holds
+  // live bytes plus partial granules (what an empty_cache-like trim can give
+  // back without moving blocks). Returns false when nothing went back.
   bool TrimFreeMemory();
   // The unit TrimFreeMemory gives back and recommits; 0 when the policy or
   // the upstream cannot decommit.

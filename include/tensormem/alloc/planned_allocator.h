@@ -53,9 +53,10 @@ class PlannedServing;
 }  // namespace alloc_internal
 
 struct PlannedAllocatorOptions {
-  // Find loops and plan on a thread of the allocator's own (allocation never
-  // waits), or on the allocating thread when due: the same calls then take
-  // over at the same iteration in every run (tests, reproducible replays).
+  // Find loops, plan, and place plans in the pool on threads of the
+  // allocator's own (allocation never waits), or on the allocating thread
+  // when due: the same calls then take over at the same iteration in every
+  // run (tests, reproducible replays).
   bool background_planning = true;
   // Taking a plan over may raise the pool's high-water mark by at most this
   // much (the fallback's growth granule: never more than it would hold).
