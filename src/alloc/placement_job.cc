@@ -6,39 +6,56 @@
 
 namespace tensormem::alloc_internal {
 
+PlacementJob::~PlacementJob() {
+  Stop();
+  for (auto& [thread, job] : dropped_) thread.join();
+}
+
 void PlacementJob::Start(std::shared_ptr<const LoopPlan> plan,
                          std::vector<LiveBlock> live,
                          PlaceAroundOptions options) {
   Stop();
-  plan_ = std::move(plan);
-  live_ = std::move(live);
-  options.cancel = &cancel_;
+  JoinFinished();
+  job_ = std::make_shared<Job>();
+  job_->plan = std::move(plan);
+  job_->live = std::move(live);
+  options.cancel = &job_->cancel;
   if (background_) {
-    thread_ = std::thread([this, options] { Place(options); });
+    // The thread holds the job: it outlives a Stop.
+    thread_ = std::thread([job = job_, options] { Place(*job, options); });
   } else {
-    Place(options);
+    Place(*job_, options);
   }
 }
 
-void PlacementJob::Place(PlaceAroundOptions options) {
-  placed_ = PlaceAround(*plan_, live_, options);
-  done_.store(true, std::memory_order_release);
+void PlacementJob::Place(Job& job, PlaceAroundOptions options) {
+  job.placed = PlaceAround(*job.plan, job.live, options);
+  job.done.store(true, std::memory_order_release);
 }
 
 void PlacementJob::Stop() {
-  cancel_.store(true);
-  if (thread_.joinable()) thread_.join();
-  cancel_.store(false);
-  done_.store(false);
-  placed_.reset();
-  plan_ = nullptr;
-  live_.clear();
+  if (job_ == nullptr) return;
+  job_->cancel.store(true);
+  if (thread_.joinable()) dropped_.emplace_back(std::move(thread_), job_);
+  job_ = nullptr;
+  JoinFinished();
+}
+
+void PlacementJob::JoinFinished() {
+  for (size_t i = 0; i < dropped_.size();) {
+    if (!dropped_[i].second->done.load(std::memory_order_acquire)) {
+      ++i;
+      continue;
+    }
+    dropped_[i].first.join();
+    std::swap(dropped_[i], dropped_.back());
+    dropped_.pop_back();
+  }
 }
 
 absl::StatusOr<PlacementAround> PlacementJob::Take() {
-  absl::StatusOr<PlacementAround> placed =
-      placed_ ? std::move(*placed_)
-              : absl::FailedPreconditionError("no placement is done");
+  if (!Done()) return absl::FailedPreconditionError("no placement is done");
+  absl::StatusOr<PlacementAround> placed = std::move(*job_->placed);
   Stop();
   return placed;
 }
