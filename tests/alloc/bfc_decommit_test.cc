@@ -18,35 +18,10 @@
 namespace tensormem {
 namespace {
 
+using testing::DecommittedBytes;
+using testing::MakeBfcOver;
+using testing::PoolBytes;
 using testing::QuietOptions;
-
-std::unique_ptr<BfcAllocator> MakeOver(std::unique_ptr<SubAllocator> upstream,
-                                       std::string_view policy_name,
-                                       uint64_t limit = kGiB,
-                                       std::string_view config = "") {
-  PolicyEnvironment environment;
-  environment.memory_limit = limit;
-  environment.allow_growth = true;
-  environment.upstream_coalesces = upstream->SupportsCoalescing();
-  absl::StatusOr<std::unique_ptr<AllocationPolicy>> policy =
-      CreatePolicy(policy_name, environment, config);
-  EXPECT_TRUE(policy.ok()) << policy.status();
-  return std::make_unique<BfcAllocator>(std::move(upstream), limit,
-                                        QuietOptions(/*allow_growth=*/true),
-                                        *std::move(policy));
-}
-
-uint64_t PoolBytes(const BfcAllocator& allocator) {
-  return static_cast<uint64_t>(allocator.GetStats()->pool_bytes);
-}
-
-uint64_t DecommittedBytes(const BfcAllocator& allocator) {
-  uint64_t bytes = 0;
-  for (const MemoryDump::Region& region : allocator.RecordMemoryDump().regions)
-    for (const MemoryDump::Chunk& chunk : region.chunks)
-      if (chunk.decommitted) bytes += chunk.size;
-  return bytes;
-}
 
 // 4 MiB then 2 MiB, the 4 MiB freed: a 6 MiB request finds a 4 MiB hole.
 struct HoleScenario {
@@ -65,7 +40,7 @@ TEST(BfcDecommit, HolesGoBackBeforeThePoolGrows) {
   auto upstream =
       std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true);
   SimulatedSubAllocator* simulated = upstream.get();
-  auto allocator = MakeOver(std::move(upstream), "tight");
+  auto allocator = MakeBfcOver(std::move(upstream), "tight");
   HoleScenario scenario(*allocator);
   ASSERT_NE(scenario.third, nullptr);
   // The hole's 4 MiB went back; the 6 MiB came from extending: 2 + 6 MiB,
@@ -105,8 +80,8 @@ TEST(BfcDecommit, OnPressureHolesGoBackOnlyWhenMemoryIsShort) {
   auto upstream =
       std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true);
   SimulatedSubAllocator* simulated = upstream.get();
-  auto allocator =
-      MakeOver(std::move(upstream), "tight", 14 * kMiB, "decommit:on_pressure");
+  auto allocator = MakeBfcOver(std::move(upstream), "tight", 14 * kMiB,
+                               "decommit:on_pressure");
   HoleScenario scenario(*allocator);
   ASSERT_NE(scenario.third, nullptr);
   EXPECT_EQ(PoolBytes(*allocator), 12 * kMiB);  // the hole kept
@@ -170,8 +145,8 @@ class DrainingSimulated final : public SubAllocator {
 TEST(BfcDecommit, OverADrainingUpstreamHolesStayUnlessConfigured) {
   for (std::string_view config : {"", "decommit:hold_peak"}) {
     SCOPED_TRACE(config);
-    auto allocator =
-        MakeOver(std::make_unique<DrainingSimulated>(), "tight", kGiB, config);
+    auto allocator = MakeBfcOver(std::make_unique<DrainingSimulated>(), "tight",
+                                 kGiB, config);
     HoleScenario scenario(*allocator);
     ASSERT_NE(scenario.third, nullptr);
     EXPECT_EQ(PoolBytes(*allocator), config.empty() ? 12 * kMiB : 8 * kMiB);
@@ -180,7 +155,7 @@ TEST(BfcDecommit, OverADrainingUpstreamHolesStayUnlessConfigured) {
 }
 
 TEST(BfcDecommit, AOneGranuleHoleStays) {
-  auto allocator = MakeOver(
+  auto allocator = MakeBfcOver(
       std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true),
       "tight");
   // [2 MiB][2 MiB], the low block freed: a 4 MiB request finds a hole of one
@@ -207,7 +182,7 @@ TEST(BfcDecommit, AOneGranuleHoleStays) {
 }
 
 TEST(BfcDecommit, RecommitsOnlyTheGranulesARequestLacks) {
-  auto allocator = MakeOver(
+  auto allocator = MakeBfcOver(
       std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true),
       "tight");
   // [8 MiB][1 MiB][2 MiB], then the 8 MiB freed and a 10 MiB request
@@ -237,7 +212,7 @@ TEST(BfcDecommit, RecommitsOnlyTheGranulesARequestLacks) {
 
 TEST(BfcDecommit, WhenTheRegionCannotGrowACostlierRecommitServes) {
   // 12 MiB of address space in all.
-  auto allocator = MakeOver(
+  auto allocator = MakeBfcOver(
       std::make_unique<SimulatedSubAllocator>(12 * kMiB, /*coalescing=*/true),
       "tight");
   // [4 MiB][2 MiB], the 4 MiB freed: a 6 MiB request gives it back and
@@ -265,7 +240,7 @@ TEST(BfcDecommit, WhenTheRegionCannotGrowACostlierRecommitServes) {
 }
 
 TEST(BfcDecommit, TheTfPolicyNeverDecommits) {
-  auto allocator = MakeOver(
+  auto allocator = MakeBfcOver(
       std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true), "tf");
   HoleScenario scenario(*allocator);
   ASSERT_NE(scenario.third, nullptr);
@@ -277,7 +252,7 @@ TEST(BfcDecommit, AFailedRecommitFallsBackToGrowth) {
   auto faulty = std::make_unique<FaultInjectingSubAllocator>(
       std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true));
   FaultInjectingSubAllocator* probe = faulty.get();
-  auto allocator = MakeOver(std::move(faulty), "tight");
+  auto allocator = MakeBfcOver(std::move(faulty), "tight");
   HoleScenario scenario(*allocator);
   allocator->Deallocate(scenario.second);
   // Calls so far: three extensions. The recommit is the fourth.
@@ -301,7 +276,7 @@ TEST(BfcDecommit, AFailedRecommitFallsBackToGrowth) {
 
 TEST(BfcDecommit, TheLimitCountsOnlyCommittedMemory) {
   // 8 MiB limit: the 6 MiB request fits only because the hole went back.
-  auto allocator = MakeOver(
+  auto allocator = MakeBfcOver(
       std::make_unique<SimulatedSubAllocator>(kGiB, /*coalescing=*/true),
       "tight", /*limit=*/8 * kMiB);
   HoleScenario scenario(*allocator);
@@ -316,7 +291,7 @@ TEST(BfcDecommit, OverVmmPagesComeBackUsable) {
   auto upstream = std::make_unique<VmmSubAllocator>(256 * kMiB);
   ASSERT_TRUE(upstream->status().ok()) << upstream->status();
   VmmSubAllocator* vmm = upstream.get();
-  auto allocator = MakeOver(std::move(upstream), "tight");
+  auto allocator = MakeBfcOver(std::move(upstream), "tight");
   HoleScenario scenario(*allocator);
   ASSERT_NE(scenario.third, nullptr);
   EXPECT_EQ(vmm->committed_bytes(), PoolBytes(*allocator));
@@ -354,91 +329,6 @@ TEST(SubAllocatorDecommit, RefusesRangesThatAreNotCommittedMemory) {
   EXPECT_TRUE(upstream.Decommit(region + kMiB, kMiB));
   EXPECT_EQ(upstream.misuse_count(), 4);
   upstream.Free(region, received);
-}
-
-}  // namespace
-}  // namespace tensormem
-
-namespace tensormem {
-namespace {
-
-// TrimFreeMemory gives back free regions and the whole granules of holes;
-// the address space they held serves again.
-TEST(BfcTrim, GivesBackHolesAndTheAddressSpaceServesAgain) {
-  auto allocator = MakeOver(std::make_unique<SimulatedSubAllocator>(64 * kMiB),
-                            "tight", 64 * kMiB);
-  void* a = allocator->Allocate(8 * kMiB);
-  void* b = allocator->Allocate(kMiB);
-  void* c = allocator->Allocate(8 * kMiB);
-  ASSERT_NE(c, nullptr);
-  allocator->Deallocate(a);
-  EXPECT_TRUE(allocator->TrimFreeMemory());
-  EXPECT_EQ(PoolBytes(*allocator), 10 * kMiB);  // b's granule and c
-  EXPECT_FALSE(allocator->TrimFreeMemory());    // nothing more to give
-  allocator->Deallocate(b);
-  allocator->Deallocate(c);
-  allocator->TrimFreeMemory();
-  EXPECT_EQ(PoolBytes(*allocator), 0u);
-  // Everything went back: the whole limit can be had again.
-  for (int round = 0; round < 4; ++round) {
-    void* big = allocator->Allocate(60 * kMiB);
-    ASSERT_NE(big, nullptr)
-        << "round " << round << ": " << allocator->LastFailureReport();
-    allocator->Deallocate(big);
-    allocator->TrimFreeMemory();
-  }
-  EXPECT_TRUE(allocator->CheckInvariants().ok());
-}
-
-// A region's free tail gives back its whole granules too (growth, which
-// extends regions, leaves tails alone), and serves again when needed.
-TEST(BfcTrim, GivesBackTheWholeGranulesOfAFreeTail) {
-  auto allocator = MakeOver(
-      std::make_unique<SimulatedSubAllocator>(64 * kMiB, /*coalescing=*/true),
-      "tight", 64 * kMiB);
-  void* whole = allocator->Allocate(8 * kMiB);
-  ASSERT_NE(whole, nullptr);
-  allocator->Deallocate(whole);
-  void* head = allocator->Allocate(kMiB);  // [0, 1 MiB) of the region
-  ASSERT_NE(head, nullptr);
-  EXPECT_EQ(PoolBytes(*allocator), 8 * kMiB);
-  EXPECT_TRUE(allocator->TrimFreeMemory());
-  EXPECT_EQ(PoolBytes(*allocator), 2 * kMiB);  // head's granule
-  EXPECT_EQ(DecommittedBytes(*allocator), 6 * kMiB);
-  void* again = allocator->Allocate(6 * kMiB);
-  ASSERT_NE(again, nullptr) << allocator->LastFailureReport();
-  EXPECT_EQ(PoolBytes(*allocator), 8 * kMiB);
-  allocator->Deallocate(again);
-  allocator->Deallocate(head);
-  EXPECT_TRUE(allocator->CheckInvariants().ok());
-}
-
-// AllocateAt into decommitted address space commits the granules under the
-// block again, and only those.
-TEST(BfcTrim, AllocateAtCommitsTheGranulesUnderTheBlockAgain) {
-  auto allocator = MakeOver(
-      std::make_unique<SimulatedSubAllocator>(64 * kMiB, /*coalescing=*/true),
-      "tight", 64 * kMiB);
-  void* whole = allocator->Allocate(8 * kMiB);
-  ASSERT_NE(whole, nullptr);
-  allocator->Deallocate(whole);
-  char* head = static_cast<char*>(allocator->Allocate(kMiB));
-  ASSERT_EQ(head, whole);
-  allocator->TrimFreeMemory();
-  ASSERT_EQ(DecommittedBytes(*allocator), 6 * kMiB);  // [2 MiB, 8 MiB)
-  void* at = allocator->AllocateAt(head + 3 * kMiB, kMiB + 4096);
-  ASSERT_EQ(at, head + 3 * kMiB);
-  EXPECT_EQ(PoolBytes(*allocator), 6 * kMiB);  // [0, 2) and [2, 6)
-  EXPECT_EQ(DecommittedBytes(*allocator), 2 * kMiB);
-  // Past the decommitted stretch's end: refused, nothing committed.
-  EXPECT_EQ(allocator->AllocateAt(head + 7 * kMiB, 2 * kMiB), nullptr);
-  EXPECT_EQ(PoolBytes(*allocator), 6 * kMiB);
-  EXPECT_TRUE(allocator->CheckInvariants().ok())
-      << allocator->CheckInvariants();
-  allocator->Deallocate(at);
-  allocator->Deallocate(head);
-  EXPECT_TRUE(allocator->CheckInvariants().ok())
-      << allocator->CheckInvariants();
 }
 
 }  // namespace

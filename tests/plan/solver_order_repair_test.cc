@@ -50,14 +50,18 @@ TEST(OrderRepairTest, AKnownPrefixGivesTheSamePlacement) {
   }
 }
 
+// Under windows of 10 tasks by first task: buffers 0-1 in window 0, 2-4 in
+// window 1.
+std::vector<UsageRecord<>> TwoWindows() {
+  return {{.tensor_size = 1, .first_task = 0, .last_task = 1},
+          {.tensor_size = 1, .first_task = 1, .last_task = 2},
+          {.tensor_size = 1, .first_task = 10, .last_task = 11},
+          {.tensor_size = 1, .first_task = 11, .last_task = 12},
+          {.tensor_size = 1, .first_task = 12, .last_task = 13}};
+}
+
 TEST(OrderRepairTest, PromoteGoesToTheFrontOfTheWindowThenOneFurther) {
-  // Windows of 10 tasks by first task: buffers 0-1 in window 0, 2-4 in 1.
-  const std::vector<UsageRecord<>> records = {
-      {.tensor_size = 1, .first_task = 0, .last_task = 1},
-      {.tensor_size = 1, .first_task = 1, .last_task = 2},
-      {.tensor_size = 1, .first_task = 10, .last_task = 11},
-      {.tensor_size = 1, .first_task = 11, .last_task = 12},
-      {.tensor_size = 1, .first_task = 12, .last_task = 13}};
+  const std::vector<UsageRecord<>> records = TwoWindows();
   const WindowedOrder order = {.width = 10};
   std::vector<size_t> visit = {0, 1, 2, 3, 4};
   PromoteInVisitOrder(records, order, 4, 0, visit);
@@ -159,12 +163,7 @@ TEST(OrderRepairTest, TwoThreadsReturnTheSamePlanAsOne) {
 }
 
 TEST(OrderRepairTest, PromoteAndDemoteLeaveKeptRecordsInPlace) {
-  const std::vector<UsageRecord<>> records = {
-      {.tensor_size = 1, .first_task = 0, .last_task = 1},
-      {.tensor_size = 1, .first_task = 1, .last_task = 2},
-      {.tensor_size = 1, .first_task = 10, .last_task = 11},
-      {.tensor_size = 1, .first_task = 11, .last_task = 12},
-      {.tensor_size = 1, .first_task = 12, .last_task = 13}};
+  const std::vector<UsageRecord<>> records = TwoWindows();
   const WindowedOrder order = {.width = 10};
   // Record 1 leads the order as a kept one: nothing goes ahead of it.
   std::vector<size_t> visit = {1, 0, 2, 3, 4};
