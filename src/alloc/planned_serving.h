@@ -76,6 +76,9 @@ class PlannedServing {
   // kWaiting while the placement in the region is being made.
   enum class TakeOverStep { kServing, kWaiting, kNoRoom };
   TakeOverStep TakeOver(const std::shared_ptr<const LoopPlan>& plan);
+  // The room rule of a take-over: `bytes` more in the pool keep it within
+  // its high-water mark plus the growth allowance.
+  bool HasRoomFor(uint64_t bytes) const;
   TakeOverStep TakeOverInPlace(const std::shared_ptr<const LoopPlan>& plan);
   // kServing when `placement_` holds a placement of `plan` around `live`;
   // kWaiting while one is made (started now when there was none, or when

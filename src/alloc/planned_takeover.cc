@@ -35,16 +35,18 @@ PlannedServing::TakeOverStep PlannedServing::TakeOver(
   // for the fallback to make each block that outlives an iteration once
   // more before the last one is freed.
   fallback_.TrimFreeMemory();
-  const AllocatorStats stats = *fallback_.GetStats();
-  if (stats.pool_bytes + plan->arena_bytes + plan->outliving_bytes >
-      stats.peak_pool_bytes + growth_allowance_) {
+  if (!HasRoomFor(plan->arena_bytes + plan->outliving_bytes))
     return TakeOverStep::kNoRoom;
-  }
   void* arena = fallback_.Allocate(plan->arena_bytes, plan->arena_alignment);
   if (arena == nullptr) return TakeOverStep::kNoRoom;
   arena_chunks_ = {arena};
   BeginServing(plan, static_cast<char*>(arena));
   return TakeOverStep::kServing;
+}
+
+bool PlannedServing::HasRoomFor(uint64_t bytes) const {
+  const AllocatorStats stats = *fallback_.GetStats();
+  return stats.pool_bytes + bytes <= stats.peak_pool_bytes + growth_allowance_;
 }
 
 PlannedServing::TakeOverStep PlannedServing::PlaceInPool(
@@ -130,11 +132,7 @@ bool PlannedServing::TakeBelow(const MemoryDump::Region& region, uint64_t top,
   // stays within the room rule of an arena of its own.
   if (!TakeChunks(region, top, /*decommitted=*/false, taken)) return false;
   fallback_.TrimFreeMemory();
-  const AllocatorStats stats = *fallback_.GetStats();
-  if (stats.pool_bytes + RecommitBytes(region, top) + outliving_bytes >
-      stats.peak_pool_bytes + growth_allowance_) {
-    return false;
-  }
+  if (!HasRoomFor(RecommitBytes(region, top) + outliving_bytes)) return false;
   return TakeChunks(region, top, /*decommitted=*/true, taken);
 }
 

@@ -296,7 +296,7 @@ void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
                      const OptimalPlanOptions& options, Clock::time_point start,
                      Clock::time_point deadline, std::vector<uint64_t>& offsets,
                      OptimalPlanResult& result,
-                     const std::vector<uint8_t>& fixed = {}) {
+                     const std::vector<uint8_t>& fixed) {
   const uint64_t alignment = options.alignment;
   auto take = [&](uint64_t total, Clock::time_point found_at,
                   const char* method) {
@@ -376,13 +376,11 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
   const bool done =
       result.total_size == result.lower_bound || (options.capacity && fits);
   if (!done && options.time_limit_seconds > 0) {
-    if (options.keep_given_offsets) {
-      // The search moves every buffer.
+    if (options.keep_given_offsets ||
+        problem.buffers.size() > kMaxSearchBuffers ||
+        solver_internal::CountOverlapPairs(problem) > kMaxOverlapPairs) {
       ImproveLargeSet(records, options, start, deadline, offsets, result,
                       fixed);
-    } else if (problem.buffers.size() > kMaxSearchBuffers ||
-               solver_internal::CountOverlapPairs(problem) > kMaxOverlapPairs) {
-      ImproveLargeSet(records, options, start, deadline, offsets, result);
     } else {
       solver_internal::BuildOverlaps(problem);
       TM_RETURN_IF_ERROR(

@@ -110,13 +110,12 @@ size_t CountKept(const KeptOffsets& kept) {
                        [](uint8_t f) { return f != 0; });
 }
 
-// The order's own plan. The kept records lead `visit`: placed as a prefix
-// already known, they keep their offsets.
+// The order's own plan. The `leading` kept records lead `visit`: placed as
+// a prefix already known, they keep their offsets.
 std::optional<RepairedPlan> PlaceFirst(
     const std::vector<UsageRecord<>>& records, const std::vector<size_t>& visit,
     const WindowedOrder& order, uint64_t alignment, const StopWhen& stop,
-    const KeptOffsets& kept) {
-  const size_t leading = CountKept(kept);
+    const KeptOffsets& kept, size_t leading) {
   if (leading == 0)
     return Place(records, visit, order, alignment, stop, {}, {});
   const std::vector<size_t> kept_visit(visit.begin(), visit.begin() + leading);
@@ -131,10 +130,10 @@ std::optional<RepairedPlan> RepairWindowedOrder(
     uint64_t alignment, uint64_t stop_at, const StopWhen& stop,
     const RepairLimits& limits, const KeptOffsets& kept) {
   std::vector<size_t> visit = WindowedVisitOrder(records, order, kept.fixed);
-  std::optional<RepairedPlan> best =
-      PlaceFirst(records, visit, order, alignment, stop, kept);
-  if (!best || records.empty()) return best;
   const size_t leading = CountKept(kept);
+  std::optional<RepairedPlan> best =
+      PlaceFirst(records, visit, order, alignment, stop, kept, leading);
+  if (!best || records.empty()) return best;
   std::vector<size_t> best_visit = visit;
   RepairedPlan current = *best;
   // Moves tried on a best plan whose top was this buffer: even counts
