@@ -103,7 +103,10 @@ class RowParser {
     if (absl::Status lifetime = ParseLifetime(buffer); !lifetime.ok()) {
       return lifetime;
     }
-    if (columns_.offset != -1) {
+    // An empty offset is a buffer without one (as FormatBufferSetCsv writes
+    // a set placed in part).
+    if (columns_.offset != -1 &&
+        !absl::StripAsciiWhitespace((*fields_)[columns_.offset]).empty()) {
       absl::StatusOr<int64_t> offset = Field(columns_.offset, "offset");
       if (!offset.ok()) return offset.status();
       buffer.offset = *offset;

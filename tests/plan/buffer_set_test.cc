@@ -37,6 +37,17 @@ TEST(BufferSetTest, WritesOffsetsAndExtraColumns) {
             "id,lower,upper,size,offset,object\n3,0,2,5,64,2\n");
 }
 
+TEST(BufferSetTest, ASetPlacedInPartRoundTrips) {
+  const std::string text = "id,lower,upper,size,offset\n3,0,2,5,64\n4,1,3,8,\n";
+  absl::StatusOr<BufferSet> set = ParseBufferSetCsv(text);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->buffers[0].offset, 64u);
+  EXPECT_FALSE(set->buffers[1].offset.has_value());
+  EXPECT_EQ(FormatBufferSetCsv(*set), text);
+  EXPECT_FALSE(
+      ParseBufferSetCsv("id,lower,upper,size,offset\n3,0,2,5,x\n").ok());
+}
+
 TEST(BufferSetTest, TextualIdsAreKeptAndWrittenBack) {
   const std::string text = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\n";
   absl::StatusOr<BufferSet> set = ParseBufferSetCsv(text);

@@ -7,7 +7,8 @@
 //   - `id,lower,upper,size` (MiniMalloc / idealloc): half-open, kept as is;
 //   - `id,first_task,last_task,size` (TFLite): closed, read as
 //     [first, last + 1).
-// An optional `offset` column carries a given placement.
+// An optional `offset` column carries a given placement (an empty field: a
+// buffer without one).
 //
 //   absl::StatusOr<BufferSet> set = ReadBufferSetCsv("resnet50.csv");
 //   uint64_t bound = PeakLiveBytes(*set);  // lower bound of any placement

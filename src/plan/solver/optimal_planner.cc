@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "plan/solver/kept_offsets.h"
 #include "plan/solver/local_moves.h"
 #include "plan/solver/parallel_search.h"
 #include "plan/solver/problem.h"
@@ -64,25 +65,6 @@ uint64_t TotalSize(const BufferSet& set, const std::vector<uint64_t>& offsets) {
   return total;
 }
 
-// Buffers with given offsets pinned there, the rest placed around them by
-// best fit; refused when the given offsets overlap.
-absl::StatusOr<std::vector<uint64_t>> StartAroundGivenOffsets(
-    const BufferSet& set, const std::vector<UsageRecord<>>& records,
-    const OptimalPlanOptions& options) {
-  PinnedOffsets pinned(set.buffers.size());
-  for (size_t i = 0; i < set.buffers.size(); ++i)
-    pinned[i] = set.buffers[i].offset;
-  TM_ASSIGN_OR_RETURN(BestFitResult around,
-                      BestFitMulti(records, options.alignment, pinned));
-  if (absl::Status valid =
-          CheckOffsets(records, around.offsets, options.alignment);
-      !valid.ok()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "the given offsets are not a valid placement: %s", valid.message()));
-  }
-  return std::move(around.offsets.offsets);
-}
-
 // The caller's plan, checked, or the best of the greedy planners.
 absl::StatusOr<std::vector<uint64_t>> StartOffsets(
     const BufferSet& set, const std::vector<UsageRecord<>>& records,
@@ -105,7 +87,7 @@ absl::StatusOr<std::vector<uint64_t>> StartOffsets(
     return options.start_offsets;
   }
   if (options.keep_given_offsets)
-    return StartAroundGivenOffsets(set, records, options);
+    return solver_internal::StartAroundKeptOffsets(set, records, options);
   TM_ASSIGN_OR_RETURN(BestFitResult best_fit,
                       BestFitMulti(records, options.alignment));
   std::vector<uint64_t> offsets = std::move(best_fit.offsets.offsets);
@@ -327,19 +309,6 @@ void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
   take(moved, Clock::now(), "local_moves");
 }
 
-// With given offsets kept, no placement ends below the highest of them.
-uint64_t KeptOffsetsBound(const BufferSet& set, std::vector<uint8_t>& fixed) {
-  uint64_t bound = 0;
-  fixed.assign(set.buffers.size(), 0);
-  for (size_t i = 0; i < set.buffers.size(); ++i) {
-    const Buffer& buffer = set.buffers[i];
-    if (!buffer.offset) continue;
-    fixed[i] = 1;
-    if (buffer.size > 0) bound = std::max(bound, *buffer.offset + buffer.size);
-  }
-  return bound;
-}
-
 }  // namespace
 
 absl::StatusOr<OptimalPlanResult> PlanOptimal(
@@ -358,8 +327,8 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
   result.lower_bound = problem.peak_bytes;
   std::vector<uint8_t> fixed;
   if (options.keep_given_offsets) {
-    result.lower_bound =
-        std::max(result.lower_bound, KeptOffsetsBound(set, fixed));
+    result.lower_bound = std::max(
+        result.lower_bound, solver_internal::KeptOffsetsBound(set, fixed));
   }
   if (options.capacity && *options.capacity < result.lower_bound) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -371,6 +340,7 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
   result.start_size = TotalSize(set, offsets);
   result.total_size = result.start_size;
   result.method = "start";
+  result.seconds_to_best = SecondsSince(start);
 
   const bool fits = !options.capacity || result.total_size <= *options.capacity;
   const bool done =
