@@ -243,21 +243,30 @@ void RegisterAll() {
   }
 }
 
+// One stream replayed, or several interleaved.
+int64_t StreamsPass(const PreparedTrace& trace, Allocator& allocator,
+                    std::vector<std::vector<void*>>& blocks) {
+  return blocks.size() == 1 ? ReplayPass(trace, allocator, blocks[0])
+                            : InterleavedPass(trace, allocator, blocks);
+}
+
 [[gnu::noinline]] int64_t CountedPasses(const PreparedTrace& trace,
                                         Allocator& allocator,
-                                        std::vector<void*>& blocks,
+                                        std::vector<std::vector<void*>>& blocks,
                                         int passes) {
   int64_t operations = 0;
   for (int p = 0; p < passes; ++p)
-    operations += ReplayPass(trace, allocator, blocks);
+    operations += StreamsPass(trace, allocator, blocks);
   return operations;
 }
 
-// --count=<workload> [--policy=tf] [--passes=1] [--cold]: small
-// reservations, so the run suits valgrind.
+// --count=<workload> [--policy=tf] [--passes=1] [--streams=1] [--cold]:
+// small reservations, so the run suits valgrind. More than one stream
+// replays that many copies of the workload interleaved (Interleaved/).
 int CountMode(int argc, char** argv) {
   std::string workload, policy = "tf";
   int passes = 1;
+  int streams = 1;
   bool cold = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -267,6 +276,8 @@ int CountMode(int argc, char** argv) {
       policy = arg.substr(9);
     else if (arg.rfind("--passes=", 0) == 0)
       passes = std::atoi(arg.c_str() + 9);
+    else if (arg.rfind("--streams=", 0) == 0)
+      streams = std::atoi(arg.c_str() + 10);
     else if (arg == "--cold")
       cold = true;
     else {
@@ -274,16 +285,17 @@ int CountMode(int argc, char** argv) {
       return 2;
     }
   }
-  if (passes < 1) {
-    std::fprintf(stderr, "--passes must be at least 1\n");
+  if (passes < 1 || streams < 1) {
+    std::fprintf(stderr, "--passes and --streams must be at least 1\n");
     return 2;
   }
   const PreparedTrace& trace = Workload(workload);
   std::unique_ptr<Allocator> allocator = MakeSpeedAllocator(policy, 8 * kGiB);
-  std::vector<void*> blocks(trace.slot_count(), nullptr);
+  std::vector<std::vector<void*>> blocks(
+      streams, std::vector<void*>(trace.slot_count(), nullptr));
   if (!cold) {
-    ReplayPass(trace, *allocator, blocks);
-    WarmUntilPlanned(trace, *allocator, blocks);
+    StreamsPass(trace, *allocator, blocks);
+    if (streams == 1) WarmUntilPlanned(trace, *allocator, blocks[0]);
   }
   const int64_t operations = CountedPasses(trace, *allocator, blocks, passes);
   std::printf("operations %lld\n", static_cast<long long>(operations));

@@ -10,6 +10,8 @@ repeatable to a fraction of a percent, unlike timings on a shared machine.
 
   tools/bfc_instructions.py --policy tf resnet50 synthetic --top 15
   tools/bfc_instructions.py --json   # every workload, tf and tight
+  tools/bfc_instructions.py --policy pytorch --streams 2 resnet50
+      # two copies of the stream interleaved in one pool, as Interleaved/
 
 Needs valgrind (callgrind, callgrind_annotate) and a built benchmark
 (cmake --build build/default --target bfc_speed_benchmark).
@@ -38,6 +40,9 @@ def parse_args():
     parser.add_argument("--binary", default=os.path.join(
         REPO, "build/default/bench/bfc_speed_benchmark"))
     parser.add_argument("--passes", type=int, default=1)
+    parser.add_argument("--streams", type=int, default=1,
+                        help="copies of the workload interleaved in one "
+                             "allocator (default 1)")
     parser.add_argument("--cold", action="store_true",
                         help="count the first pass, from an empty allocator "
                              "(growth included), instead of warm passes")
@@ -49,19 +54,20 @@ def parse_args():
         if workload not in WORKLOADS:
             parser.error(f"unknown workload {workload!r}; "
                          f"known: {', '.join(WORKLOADS)}")
-    if args.passes < 1:
-        parser.error("--passes must be at least 1")
+    if args.passes < 1 or args.streams < 1:
+        parser.error("--passes and --streams must be at least 1")
     return args
 
 
-def count(binary, workload, policy, passes, top, cold):
+def count(binary, workload, policy, passes, top, cold, streams):
     with tempfile.TemporaryDirectory() as scratch:
         out = os.path.join(scratch, "callgrind.out")
         run = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
              "--toggle-collect=*CountedPasses*", binary,
              f"--count={workload}", f"--policy={policy}",
-             f"--passes={passes}"] + (["--cold"] if cold else []),
+             f"--passes={passes}", f"--streams={streams}"] +
+            (["--cold"] if cold else []),
             capture_output=True, text=True)
         match = re.search(r"operations (\d+)", run.stdout)
         if run.returncode != 0 or not match:
@@ -109,7 +115,7 @@ def main():
     for policy in args.policy or ["tf", "tight"]:
         for workload in args.workloads:
             result = count(args.binary, workload, policy, args.passes,
-                           args.top, args.cold)
+                           args.top, args.cold, args.streams)
             results.append(result)
             if args.json:
                 continue

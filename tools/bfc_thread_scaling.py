@@ -9,8 +9,11 @@ memory baseline); ProducerConsumer/ (blocks freed by another thread than the
 one that allocated them). Prints the scaling against the goals (shared tight
 >= 1.6x at 2 threads and >= 1.5x at 4; tf and pytorch >= 0.8x and >= 0.7x;
 sharded as tight), and each threaded run's peak pool over the interleaved
-replay of as many streams. Meaningful only on a machine whose cores are
-otherwise idle: check the load average it prints first.
+replay of as many streams. It also prints what one thread gets on the same
+streams (Interleaved/ items/s at N streams over 1): a pool holding N streams'
+blocks can cost more per call whoever calls, and the threads' items/s over
+that rate is what the sharing itself costs. Meaningful only on a machine
+whose cores are otherwise idle: check the load average it prints first.
 
   tools/bfc_thread_scaling.py                 # every policy, shared and sharded
   tools/bfc_thread_scaling.py --filter 'Threads/tf-sharded' --json
@@ -65,7 +68,7 @@ def main():
     if run.returncode != 0:
         sys.exit(f"{args.binary} failed (exit {run.returncode}):\n"
                  f"{run.stderr[-2000:]}")
-    threaded, pools, baseline, mixed = {}, {}, {}, {}
+    threaded, pools, baseline, baseline_rate, mixed = {}, {}, {}, {}, {}
     for bench in json.loads(run.stdout)["benchmarks"]:
         if bench.get("run_type") == "aggregate":
             continue
@@ -75,8 +78,10 @@ def main():
             threaded.setdefault(key, []).append(bench["items_per_second"])
             pools.setdefault(key, []).append(bench["peak_pool_MiB"])
         elif match := re.fullmatch(r"Interleaved/(.*)/streams:(\d+)", name):
-            baseline.setdefault((match.group(1), int(match.group(2))),
-                                []).append(bench["peak_pool_MiB"])
+            key = (match.group(1), int(match.group(2)))
+            baseline.setdefault(key, []).append(bench["peak_pool_MiB"])
+            baseline_rate.setdefault(key, []).append(
+                bench["items_per_second"])
         elif match := re.fullmatch(r"ProducerConsumer/(.*)/real_time", name):
             mixed.setdefault(match.group(1), []).append(
                 (bench["items_per_second"], bench["peak_pool_MiB"]))
@@ -89,14 +94,18 @@ def main():
         goal = goal_for(name, threads)
         # The same streams replayed by one thread: policy and workload.
         _, policy, workload = name.split("/")
-        interleaved = baseline.get((policy.removesuffix("-sharded") + "/" +
-                                    workload, threads))
+        same = policy.removesuffix("-sharded") + "/" + workload
+        interleaved = baseline.get((same, threads))
         pool_ratio = (statistics.median(pools[(name, threads)]) /
                       statistics.median(interleaved)) if interleaved else None
+        rates = (baseline_rate.get((same, 1)), baseline_rate.get((same, threads)))
+        one_thread = (statistics.median(rates[1]) / statistics.median(rates[0])
+                      if all(rates) else None)
         results.append({"benchmark": name, "threads": threads,
                         "scaling": scaling, "goal": goal,
                         "met": goal is not None and scaling >= goal,
-                        "peak_pool_over_one_thread": pool_ratio})
+                        "peak_pool_over_one_thread": pool_ratio,
+                        "one_thread_same_streams": one_thread})
     producer_consumer = [
         {"benchmark": name,
          "items_per_second": statistics.median(v[0] for v in values),
@@ -113,9 +122,12 @@ def main():
         verdict = "met" if r["met"] else "NOT met"
         pool = r["peak_pool_over_one_thread"]
         pool_text = f", peak pool {pool:.3f}x one thread's" if pool else ""
+        same = r["one_thread_same_streams"]
+        same_text = (f"; one thread on the same streams {same:.2f}x"
+                     if same else "")
         print(f"{r['benchmark']:32} {r['threads']} threads: "
               f"{r['scaling']:5.2f}x of 1 thread (goal >= {r['goal']}x: "
-              f"{verdict}){pool_text}")
+              f"{verdict}){pool_text}{same_text}")
     for r in producer_consumer:
         print(f"ProducerConsumer/{r['benchmark']:24} "
               f"{r['items_per_second'] / 1e6:6.2f} M items/s, peak pool "

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace tensormem {
@@ -112,8 +113,9 @@ void FutexMutex::Pause(Wait& wait) {
     wait.asleep = true;
   }
   sleepers_.fetch_add(1, std::memory_order_relaxed);
-  FutexWait(&state_, kLocked, kPollMicros);
+  FutexWait(&state_, kLocked, wait.poll_micros);
   sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  wait.poll_micros = std::min(2 * wait.poll_micros, kLastPollMicros);
 }
 
 void FutexMutex::HandToWaiter() {

@@ -37,10 +37,13 @@ class FutexMutex {
   // Unlocks with a waiter present before the lock is handed over; how long
   // a waiter waits before it takes any lock not held (a safety net: a
   // hand-off or a holder that left comes first); how often a sleeping
-  // waiter looks on its own.
+  // waiter looks on its own: soon after it fell asleep, then less and less
+  // often (each look wakes a thread, which on a machine with fewer cores
+  // than threads can take the holder's core).
   static constexpr int kBatch = 65536;
   static constexpr int64_t kTurnNanos = 5'000'000;
-  static constexpr int kPollMicros = 50;
+  static constexpr int kFirstPollMicros = 50;
+  static constexpr int kLastPollMicros = 1000;
 
   FutexMutex() = default;
   FutexMutex(const FutexMutex&) = delete;
@@ -114,6 +117,7 @@ class FutexMutex {
     int unlocks_at_last_look = 0;
     bool long_enough = false;  // waited kTurnNanos
     bool asleep = false;       // past kSpinRounds
+    int poll_micros = kFirstPollMicros;  // doubles at each sleep
   };
   [[gnu::noinline]] void LockContended();
   bool TryTakeHandOff(Wait& wait);
