@@ -115,8 +115,8 @@ class FutexMutex {
     int round = 0;
     bool free_at_last_look = false;
     int unlocks_at_last_look = 0;
-    bool long_enough = false;  // waited kTurnNanos
-    bool asleep = false;       // past kSpinRounds
+    bool long_enough = false;            // waited kTurnNanos
+    bool asleep = false;                 // past kSpinRounds
     int poll_micros = kFirstPollMicros;  // doubles at each sleep
   };
   [[gnu::noinline]] void LockContended();
