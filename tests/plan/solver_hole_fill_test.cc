@@ -100,6 +100,13 @@ TEST(HoleFillTest, NothingToFillWithoutWallsOrHoles) {
   // A wall at 0 leaves no hole below it.
   EXPECT_FALSE(
       FillHolesAtThePeak(records, {0, std::nullopt, std::nullopt}, kAlign));
+  // Sizes whose sum passes INT64_MAX are not filled (no overflow).
+  const std::vector<UsageRecord<>> huge = {
+      {.tensor_size = uint64_t{1} << 62, .first_task = 0, .last_task = 9},
+      {.tensor_size = uint64_t{1} << 62, .first_task = 2, .last_task = 5},
+      {.tensor_size = 512, .first_task = 6, .last_task = 9}};
+  EXPECT_FALSE(FillHolesAtThePeak(
+      huge, {uint64_t{1} << 62, std::nullopt, std::nullopt}, kAlign));
   // A wall above a hole: the buffers live at the peak go in.
   const std::optional<PinnedOffsets> filled =
       FillHolesAtThePeak(records, {1024, std::nullopt, std::nullopt}, kAlign);

@@ -92,6 +92,17 @@ std::vector<Hole> HolesBetween(const std::vector<UsageRecord<>>& records,
   return holes;
 }
 
+// The live bytes are summed in int64_t: sets whose sizes add up to more
+// are not filled.
+bool SizesFitInt64(const std::vector<UsageRecord<>>& records) {
+  uint64_t total = 0;
+  for (const UsageRecord<>& record : records) {
+    if (record.tensor_size > uint64_t{INT64_MAX} - total) return false;
+    total += record.tensor_size;
+  }
+  return true;
+}
+
 // Every kept buffer lives from the first time of the set to its last.
 bool KeptAreWalls(const std::vector<UsageRecord<>>& records,
                   const PinnedOffsets& kept) {
@@ -169,12 +180,12 @@ bool Fill(const Hole& hole, uint64_t alignment, int64_t room,
   std::vector<uint32_t> over_before(points + 1, 0);  // prefix counts
   for (size_t p = 0; p < points; ++p)
     over_before[p + 1] = over_before[p] + (live.At(p) > room ? 1 : 0);
-  std::vector<std::pair<uint64_t, size_t>> order;  // (score, index in left)
+  std::vector<std::pair<double, size_t>> order;  // (score, index in left)
   for (size_t k = 0; k < left.size(); ++k) {
     const Candidate& c = left[k];
-    const uint64_t over = over_before[c.last + 1] - over_before[c.first];
+    const uint32_t over = over_before[c.last + 1] - over_before[c.first];
     if (over > 0 && c.size <= hole.end - hole.begin)
-      order.emplace_back(c.size * over, k);
+      order.emplace_back(static_cast<double>(c.size) * over, k);
   }
   // Ties: the larger buffer first (fewer pieces fill the hole).
   std::stable_sort(order.begin(), order.end(),
@@ -208,7 +219,7 @@ std::optional<PinnedOffsets> FillHolesAtThePeak(
     const std::vector<UsageRecord<>>& records, const PinnedOffsets& kept,
     uint64_t alignment) {
   if (records.size() > kMaxHoleFillRecords || kept.size() != records.size() ||
-      !KeptAreWalls(records, kept)) {
+      !SizesFitInt64(records) || !KeptAreWalls(records, kept)) {
     return std::nullopt;
   }
   uint64_t top = 0;

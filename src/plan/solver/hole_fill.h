@@ -40,7 +40,8 @@ inline constexpr size_t kMaxHoleFillRecords = 20000;
 // multiples of `alignment`, which must be positive). Returns `kept` with the
 // buffers put in holes added, or nullopt when there is nothing to fill: no
 // kept buffer, one that does not live through every other buffer's lifetime,
-// no hole, or more than kMaxHoleFillRecords records.
+// no hole, more than kMaxHoleFillRecords records, or sizes that add up to
+// more than INT64_MAX.
 std::optional<PinnedOffsets> FillHolesAtThePeak(
     const std::vector<UsageRecord<>>& records, const PinnedOffsets& kept,
     uint64_t alignment);
