@@ -262,7 +262,8 @@ int64_t StreamsPass(const PreparedTrace& trace, Allocator& allocator,
 
 // --count=<workload> [--policy=tf] [--passes=1] [--streams=1] [--cold]:
 // small reservations, so the run suits valgrind. More than one stream
-// replays that many copies of the workload interleaved (Interleaved/).
+// replays that many copies of the workload interleaved (Interleaved/); the
+// planned policy is warmed until its plan serves with one stream only.
 int CountMode(int argc, char** argv) {
   std::string workload, policy = "tf";
   int passes = 1;

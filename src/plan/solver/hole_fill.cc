@@ -1,17 +1,15 @@
 #include "plan/solver/hole_fill.h"
 
 #include <algorithm>
-#include <numeric>
+#include <optional>
 #include <utility>
+
+#include "tensormem/core/checked_math.h"
 
 namespace tensormem::solver_internal {
 namespace {
 
 constexpr int kFillRounds = 4;
-
-uint64_t AlignUp(uint64_t value, uint64_t alignment) {
-  return (value + alignment - 1) / alignment * alignment;
-}
 
 // Bytes live at each time point, with range add and range maximum in
 // O(log n) (a segment tree with pending adds).
@@ -69,7 +67,7 @@ struct Hole {
   uint64_t end;
 };
 
-// The gaps below the highest wall, largest first; `top` gets the highest
+// The gaps below the highest wall, smallest first; `top` gets the highest
 // wall's end.
 std::vector<Hole> HolesBetween(const std::vector<UsageRecord<>>& records,
                                const PinnedOffsets& kept, uint64_t& top) {
@@ -135,11 +133,9 @@ std::vector<Candidate> Candidates(const std::vector<UsageRecord<>>& records,
   std::vector<Candidate> candidates;
   for (size_t i = 0; i < records.size(); ++i) {
     if (kept[i] || records[i].tensor_size == 0) continue;
-    const auto at = [&](TaskId t) {
-      return static_cast<size_t>(
-          std::lower_bound(times.begin(), times.end(), t) - times.begin());
-    };
-    const size_t first = at(records[i].first_task);
+    const size_t first =
+        std::lower_bound(times.begin(), times.end(), records[i].first_task) -
+        times.begin();
     // The last first time at or before the record's end.
     const size_t last =
         std::upper_bound(times.begin(), times.end(), records[i].last_task) -
@@ -162,10 +158,10 @@ std::optional<uint64_t> LowestFreeOffset(const Hole& hole, const Candidate& c,
     below.emplace_back(at, at + other.size);
   }
   std::sort(below.begin(), below.end());
-  uint64_t offset = AlignUp(hole.begin, alignment);
+  uint64_t offset = RoundUp(hole.begin, alignment);
   for (const auto& [begin, end] : below) {
     if (offset + c.size <= begin) break;
-    offset = std::max(offset, AlignUp(end, alignment));
+    offset = std::max(offset, RoundUp(end, alignment));
   }
   if (offset + c.size > hole.end) return std::nullopt;
   return offset;

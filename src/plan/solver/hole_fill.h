@@ -13,7 +13,8 @@
 // still left for the top exceed the room the bound leaves above the walls
 // (size times such times, largest first), each at its lowest free offset in
 // the hole; a buffer that no longer meets such a time is left out. The rest
-// is for the caller to place (best fit, pinned around these).
+// is for the caller to place around these (the optimal planner plans it above
+// the walls, kept_offsets.cc; best fit pinned around them also does).
 //
 //   PinnedOffsets kept = ...;  // the kept buffers' offsets, others empty
 //   if (std::optional<PinnedOffsets> filled =

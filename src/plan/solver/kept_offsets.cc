@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "plan/solver/hole_fill.h"
 #include "plan/solver/local_moves.h"
+#include "tensormem/core/checked_math.h"
 #include "tensormem/core/status_macros.h"
 #include "tensormem/plan/checker.h"
 #include "tensormem/plan/solver/optimal_planner.h"
@@ -39,7 +40,7 @@ std::optional<std::vector<uint64_t>> FillHolesThenPlanTheRest(
   for (size_t i = 0; i < set.buffers.size(); ++i)
     offsets[i] = (*filled)[i].value_or(0);
   if (rest.buffers.empty()) return offsets;
-  top = (top + options.alignment - 1) / options.alignment * options.alignment;
+  top = RoundUp(top, options.alignment);  // sizes fit int64_t (hole_fill.h)
   OptimalPlanOptions plain;
   plain.alignment = options.alignment;
   plain.time_limit_seconds = options.time_limit_seconds / 4;

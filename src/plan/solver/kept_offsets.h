@@ -5,8 +5,8 @@
 // kept buffers as `fixed`.
 //
 //   std::vector<uint8_t> fixed;
-//   uint64_t bound = std::max(PeakLiveBytes(set), KeptOffsetsBound(set,
-//   fixed)); absl::StatusOr<std::vector<uint64_t>> start =
+//   const uint64_t kept_top = KeptOffsetsBound(set, fixed);
+//   absl::StatusOr<std::vector<uint64_t>> start =
 //       StartAroundKeptOffsets(set, records, options);
 #ifndef TENSORMEM_PLAN_SOLVER_KEPT_OFFSETS_H_
 #define TENSORMEM_PLAN_SOLVER_KEPT_OFFSETS_H_
