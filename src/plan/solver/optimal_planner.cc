@@ -3,14 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "plan/solver/kept_offsets.h"
 #include "plan/solver/local_moves.h"
 #include "plan/solver/parallel_search.h"
+#include "plan/solver/peak_split.h"
 #include "plan/solver/problem.h"
+#include "plan/solver/progress_line.h"
 #include "plan/solver/static_orders.h"
 #include "plan/solver/windowed_orders.h"
 #include "tensormem/core/status_macros.h"
@@ -24,6 +25,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using solver_internal::FeasibilityAnswer;
 using solver_internal::Problem;
+using solver_internal::ProgressLine;
 using solver_internal::SearchOutcome;
 
 // Beyond these the search's O(n^2) lists would not pay off; local moves run.
@@ -31,6 +33,8 @@ constexpr size_t kMaxSearchBuffers = 4096;
 constexpr uint64_t kMaxOverlapPairs = uint64_t{16} << 20;
 // GREEDY_BY_SIZE is quadratic; above this the best-fit family alone starts.
 constexpr size_t kMaxGreedyBySizeBuffers = 5000;
+// Below this the search over the whole set is quick enough: no split start.
+constexpr size_t kMinSplitBuffers = 1024;
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -101,33 +105,6 @@ absl::StatusOr<std::vector<uint64_t>> StartOffsets(
   }
   return offsets;
 }
-
-// Prints one status line on stderr, at most twice a second.
-class ProgressLine {
- public:
-  ProgressLine(bool enabled, Clock::time_point start)
-      : enabled_(enabled), start_(start) {}
-  ~ProgressLine() {
-    if (printed_) std::fputc('\n', stderr);
-  }
-  void Report(uint64_t best, uint64_t bound, uint64_t nodes) {
-    if (!enabled_ || SecondsSince(last_) < 0.5) return;
-    last_ = Clock::now();
-    const double seconds = std::max(SecondsSince(start_), 1e-9);
-    std::fprintf(
-        stderr, "\roptimal: best %llu  bound %llu  gap %.2f%%  %.0f nodes/s   ",
-        static_cast<unsigned long long>(best),
-        static_cast<unsigned long long>(bound),
-        bound == 0 ? 0.0 : 100.0 * (best - bound) / bound, nodes / seconds);
-    printed_ = true;
-  }
-
- private:
-  bool enabled_;
-  Clock::time_point start_;
-  Clock::time_point last_ = Clock::time_point::min();
-  bool printed_ = false;
-};
 
 // The anytime minimisation (or, with a capacity, the feasibility loop) over
 // the search. Updates `offsets` (per set buffer) and `result` as it improves.
@@ -309,6 +286,22 @@ void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
   take(moved, Clock::now(), "local_moves");
 }
 
+// The split start (peak_split.h) with half the time, taken when lower.
+void TrySplitAtFirstPeak(const BufferSet& set,
+                         const OptimalPlanOptions& options,
+                         Clock::time_point start,
+                         std::vector<uint64_t>& offsets,
+                         OptimalPlanResult& result) {
+  std::optional<std::vector<uint64_t>> split =
+      solver_internal::SplitAtFirstPeak(set, options,
+                                        options.time_limit_seconds / 2);
+  if (!split || TotalSize(set, *split) >= result.total_size) return;
+  offsets = *std::move(split);
+  result.total_size = TotalSize(set, offsets);
+  result.seconds_to_best = SecondsSince(start);
+  result.method = "peak_split";
+}
+
 }  // namespace
 
 absl::StatusOr<OptimalPlanResult> PlanOptimal(
@@ -342,10 +335,16 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
   result.method = "start";
   result.seconds_to_best = SecondsSince(start);
 
-  const bool fits = !options.capacity || result.total_size <= *options.capacity;
-  const bool done =
-      result.total_size == result.lower_bound || (options.capacity && fits);
-  if (!done && options.time_limit_seconds > 0) {
+  auto done = [&] {
+    return result.total_size == result.lower_bound ||
+           (options.capacity && result.total_size <= *options.capacity);
+  };
+  if (!done() && options.time_limit_seconds > 0 &&
+      !options.keep_given_offsets && options.start_offsets.empty() &&
+      set.buffers.size() >= kMinSplitBuffers) {
+    TrySplitAtFirstPeak(set, options, start, offsets, result);
+  }
+  if (!done() && options.time_limit_seconds > 0) {
     if (options.keep_given_offsets ||
         problem.buffers.size() > kMaxSearchBuffers ||
         solver_internal::CountOverlapPairs(problem) > kMaxOverlapPairs) {
