@@ -30,7 +30,7 @@ TEST(SharedSnapshotPlanTest, TrainingOverSeveralIterationsIsSplitAtItsPeak) {
   absl::StatusOr<OptimalPlanResult> start = PlanOptimal(*set, greedy);
   ASSERT_TRUE(start.ok()) << start.status();
   std::optional<std::vector<uint64_t>> split =
-      solver_internal::SplitAtFirstPeak(*set, {}, /*seconds=*/8);
+      solver_internal::SplitAtFirstPeak(*set, {}, /*seconds=*/12);
   ASSERT_TRUE(split.has_value());
   BufferSet placed = *set;
   uint64_t top = 0;
