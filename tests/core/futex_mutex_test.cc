@@ -47,10 +47,14 @@ TEST(FutexMutexTest, HandsTheLockToAWaiterOfAHolderThatNeverStops) {
   std::atomic<bool> waiter_ran{false};
   constexpr int64_t kGiveUpAfter = int64_t{1000} * FutexMutex::kBatch;
   std::atomic<int64_t> unlocks{0};
+  volatile int busy_work = 0;
   std::thread holder([&] {
     while (!waiter_ran.load(std::memory_order_relaxed) &&
            unlocks.load(std::memory_order_relaxed) < kGiveUpAfter) {
       std::lock_guard lock(mutex);
+      // Held far longer than it is free, so the waiter almost always finds
+      // it held (a lock() that finds it free between two sections takes it).
+      for (int i = 0; i < 200; ++i) busy_work = i;
       unlocks.fetch_add(1, std::memory_order_relaxed);
     }
   });
