@@ -5,13 +5,20 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "tensormem/core/checked_math.h"
 
 namespace tensormem::solver_internal {
 namespace {
 
-// The time just after the first peak of live bytes, when the peak comes
-// back later; nullopt otherwise.
-std::optional<int64_t> CutAfterFirstPeak(const BufferSet& set) {
+// When the peak of live bytes comes back: the time of the first peak and
+// the first time after it, once live bytes have fallen to 3/4 of the peak,
+// that they reach 99% of it again.
+struct PeakAgain {
+  int64_t first = 0;
+  int64_t again = 0;
+};
+
+std::optional<PeakAgain> FindPeakAgain(const BufferSet& set) {
   // Live bytes change at lifetime ends; a delta map keeps them in order.
   // Sizes are summed in 128 bits: no set overflows them.
   std::map<int64_t, __int128> deltas;
@@ -35,30 +42,52 @@ std::optional<int64_t> CutAfterFirstPeak(const BufferSet& set) {
     live += delta;
     if (time <= first_peak) continue;
     fell = fell || 4 * live <= 3 * peak;
-    if (fell && 100 * live >= 99 * peak) return first_peak + 1;
+    if (fell && 100 * live >= 99 * peak)
+      return PeakAgain{.first = first_peak, .again = time};
   }
   return std::nullopt;
+}
+
+// Buffers live at both peaks (parameters, optimizer state) are walls for the
+// part after the cut wherever the first part puts them; stacked at its
+// bottom, they leave that part one room above them instead of holes.
+bool LiveAtBoth(const Buffer& buffer, const PeakAgain& peaks) {
+  return buffer.size > 0 && buffer.lower <= peaks.first &&
+         buffer.upper > peaks.again;
 }
 
 }  // namespace
 
 std::optional<std::vector<uint64_t>> SplitAtFirstPeak(
     const BufferSet& set, const OptimalPlanOptions& options, double seconds) {
-  const std::optional<int64_t> cut = CutAfterFirstPeak(set);
-  if (!cut) return std::nullopt;
+  const std::optional<PeakAgain> peaks = FindPeakAgain(set);
+  if (!peaks) return std::nullopt;
+  const int64_t cut = peaks->first + 1;
+  const size_t n = set.buffers.size();
+  // The walls first, from offset 0 up.
+  std::vector<uint64_t> offsets(n, 0);
+  std::vector<bool> placed(n, false);
+  uint64_t wall_top = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!LiveAtBoth(set.buffers[i], *peaks)) continue;
+    offsets[i] = wall_top;
+    placed[i] = true;
+    wall_top = RoundUp(wall_top + set.buffers[i].size, options.alignment);
+  }
   BufferSet first;
   std::vector<size_t> first_index;
-  for (size_t i = 0; i < set.buffers.size(); ++i) {
-    if (set.buffers[i].lower >= *cut) continue;
+  size_t first_count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (set.buffers[i].lower >= cut) continue;
+    ++first_count;
+    if (placed[i]) continue;
     Buffer clipped = set.buffers[i];
-    clipped.upper = std::min(clipped.upper, *cut);
+    clipped.upper = std::min(clipped.upper, cut);
     clipped.offset.reset();
     first.buffers.push_back(clipped);
     first_index.push_back(i);
   }
-  const size_t n = set.buffers.size();
-  if (8 * first_index.size() < n || 8 * (n - first_index.size()) < n)
-    return std::nullopt;
+  if (8 * first_count < n || 8 * (n - first_count) < n) return std::nullopt;
 
   OptimalPlanOptions part;
   part.alignment = options.alignment;
@@ -67,19 +96,21 @@ std::optional<std::vector<uint64_t>> SplitAtFirstPeak(
   part.time_limit_seconds = seconds / 2;
   absl::StatusOr<OptimalPlanResult> first_plan = PlanOptimal(first, part);
   if (!first_plan.ok()) return std::nullopt;
+  for (size_t j = 0; j < first_index.size(); ++j) {
+    offsets[first_index[j]] = wall_top + *first_plan->placed.buffers[j].offset;
+    placed[first_index[j]] = true;
+  }
 
   // Buffers live at the cut keep their offsets past it: two of them were
   // apart just before the cut, so they stay apart after it.
   BufferSet around = set;
-  for (Buffer& buffer : around.buffers) buffer.offset.reset();
-  for (size_t j = 0; j < first_index.size(); ++j) {
-    around.buffers[first_index[j]].offset =
-        first_plan->placed.buffers[j].offset;
+  for (size_t i = 0; i < n; ++i) {
+    around.buffers[i].offset.reset();
+    if (placed[i]) around.buffers[i].offset = offsets[i];
   }
   part.keep_given_offsets = true;
   absl::StatusOr<OptimalPlanResult> whole = PlanOptimal(around, part);
   if (!whole.ok()) return std::nullopt;
-  std::vector<uint64_t> offsets(n);
   for (size_t i = 0; i < n; ++i) offsets[i] = *whole->placed.buffers[i].offset;
   return offsets;
 }
