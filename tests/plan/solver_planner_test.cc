@@ -260,7 +260,13 @@ TEST(OptimalPlannerTest, RealModelReachesTheLowerBound) {
 }
 
 TEST(OptimalPlannerTest, LargeSetsGetWindowedOrdersAndStayValid) {
-  const BufferSet set = RandomSet(9, 4500, 2500, 1 << 16);
+  // Short lifetimes, so the greedy start takes little of the test's time.
+  std::mt19937 random(9);
+  BufferSet set;
+  for (int i = 0; i < 9000; ++i) {
+    set.buffers.push_back(MakeBuffer(i, i / 4, i / 4 + 1 + random() % 200,
+                                     1 + random() % (1 << 16)));
+  }
   for (const uint64_t alignment : {uint64_t{1}, uint64_t{256}}) {
     OptimalPlanOptions options;
     options.time_limit_seconds = 1;
@@ -273,6 +279,19 @@ TEST(OptimalPlannerTest, LargeSetsGetWindowedOrdersAndStayValid) {
     EXPECT_EQ(result->nodes, 0u);
     EXPECT_TRUE(CheckPlacement(result->placed, alignment).ok());
   }
+}
+
+// Between 4,096 and 8,192 buffers the search follows the large-set steps,
+// from their best plan, with the other half of the time.
+TEST(OptimalPlannerTest, MidSizedSetsAreSearchedAfterTheLargeSetSteps) {
+  const BufferSet set = RandomSet(9, 4500, 2500, 1 << 16);
+  OptimalPlanOptions options;
+  options.time_limit_seconds = 1;
+  absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_GT(result->nodes, 0u);
+  EXPECT_LE(result->total_size, GreedyTotal(set, 1));
+  EXPECT_TRUE(CheckPlacement(result->placed).ok());
 }
 
 TEST(OptimalPlannerTest, LargeSetsStopAtTheFirstPlanWithinTheCapacity) {
