@@ -5,6 +5,7 @@
 // 1.0112x the peak of live bytes. Skipped, with a message, where the shared
 // data is absent.
 #include <filesystem>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "plan/solver/peak_split.h"
@@ -16,13 +17,21 @@
 namespace tensormem {
 namespace {
 
-TEST(SharedSnapshotPlanTest, TrainingOverSeveralIterationsIsSplitAtItsPeak) {
-  const std::filesystem::path path =
-      SharedDataDir() / "pytorch-snapshots" / "cs336-lm.train.100.pickle";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
+std::filesystem::path SnapshotPath(const std::string& name) {
+  return SharedDataDir() / "pytorch-snapshots" / (name + ".pickle");
+}
+
+// The snapshot's blocks as a buffer set (blocks never freed live to the end).
+absl::StatusOr<BufferSet> SnapshotBufferSet(const std::filesystem::path& path) {
   absl::StatusOr<PytorchImport> read = ReadPytorchSnapshot(path.string());
-  ASSERT_TRUE(read.ok()) << read.status();
-  absl::StatusOr<BufferSet> set = TraceToBufferSet(read->trace);
+  if (!read.ok()) return read.status();
+  return TraceToBufferSet(read->trace);
+}
+
+TEST(SharedSnapshotPlanTest, TrainingOverSeveralIterationsIsSplitAtItsPeak) {
+  const std::filesystem::path path = SnapshotPath("cs336-lm.train.100");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
+  absl::StatusOr<BufferSet> set = SnapshotBufferSet(path);
   ASSERT_TRUE(set.ok()) << set.status();
 
   OptimalPlanOptions greedy;
@@ -58,12 +67,9 @@ TEST(SharedSnapshotPlanTest,
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "a search of seconds, several times slower under sanitizers";
 #endif
-  const std::filesystem::path path =
-      SharedDataDir() / "pytorch-snapshots" / "cs336-lm.train.200.bf16.pickle";
+  const std::filesystem::path path = SnapshotPath("cs336-lm.train.200.bf16");
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
-  absl::StatusOr<PytorchImport> read = ReadPytorchSnapshot(path.string());
-  ASSERT_TRUE(read.ok()) << read.status();
-  absl::StatusOr<BufferSet> set = TraceToBufferSet(read->trace);
+  absl::StatusOr<BufferSet> set = SnapshotBufferSet(path);
   ASSERT_TRUE(set.ok()) << set.status();
   ASSERT_GT(set->buffers.size(), 4096u);
 
