@@ -69,6 +69,20 @@ TEST(PeakSplitTest, RepeatedStepsArePlacedValidly) {
   }
 }
 
+// The buffers live at both peaks (the four that live throughout) are
+// stacked at the bottom, in their order, before the first part is planned.
+TEST(PeakSplitTest, BuffersLiveAtBothPeaksLieAtTheBottom) {
+  const BufferSet set = RepeatedSteps(3, 3);
+  const std::optional<std::vector<uint64_t>> offsets =
+      SplitAtFirstPeak(set, {}, /*seconds=*/0.2);
+  ASSERT_TRUE(offsets.has_value());
+  uint64_t bottom = 0;
+  for (size_t i = set.buffers.size() - 4; i < set.buffers.size(); ++i) {
+    EXPECT_EQ((*offsets)[i], bottom) << "buffer " << i;
+    bottom += set.buffers[i].size;
+  }
+}
+
 TEST(PeakSplitTest, AlignedOffsetsStayAligned) {
   const BufferSet set = RepeatedSteps(7, 4);
   OptimalPlanOptions aligned;
