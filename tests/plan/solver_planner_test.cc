@@ -175,6 +175,26 @@ TEST(OptimalPlannerTest, GivenOffsetsThatOverlapAreRefused) {
   EXPECT_FALSE(both.ok());
 }
 
+// A start plan may come with kept offsets when it leaves them in place.
+TEST(OptimalPlannerTest, AStartPlanMustLeaveKeptBuffersInPlace) {
+  BufferSet set;
+  set.buffers = {{.id = 0, .lower = 0, .upper = 4, .size = 64, .offset = 64},
+                 {.id = 7, .lower = 2, .upper = 6, .size = 64}};
+  OptimalPlanOptions options;
+  options.keep_given_offsets = true;
+  options.time_limit_seconds = 0;
+  options.start_offsets = {64, 128};
+  absl::StatusOr<OptimalPlanResult> plan = PlanOptimal(set, options);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->start_size, 192u);
+  options.start_offsets = {0, 64};
+  plan = PlanOptimal(set, options);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find("moves kept buffer 0 from offset 64"),
+            std::string::npos)
+      << plan.status();
+}
+
 TEST(OptimalPlannerTest, CapacityBelowTheLowerBoundFailsWithoutSearching) {
   TENSORMEM_SHARED_DATA_OR_SKIP(path, "minimalloc/challenging/E.1048576.csv");
   const BufferSet set = ReadSet(path);

@@ -9,14 +9,14 @@
 #include "plan/solver/kept_offsets.h"
 #include "plan/solver/local_moves.h"
 #include "plan/solver/parallel_search.h"
+#include "plan/solver/peak_pack.h"
 #include "plan/solver/peak_split.h"
 #include "plan/solver/problem.h"
 #include "plan/solver/progress_line.h"
+#include "plan/solver/start_plan.h"
 #include "plan/solver/static_orders.h"
 #include "plan/solver/windowed_orders.h"
 #include "tensormem/core/status_macros.h"
-#include "tensormem/plan/checker.h"
-#include "tensormem/plan/offset_strategies.h"
 #include "tensormem/plan/usage_record.h"
 
 namespace tensormem {
@@ -37,10 +37,16 @@ using solver_internal::SearchOutcome;
 constexpr size_t kMaxSearchBuffers = 4096;
 constexpr size_t kMaxSearchAfterBuffers = 8192;
 constexpr uint64_t kMaxOverlapPairs = uint64_t{16} << 20;
-// GREEDY_BY_SIZE is quadratic; above this the best-fit family alone starts.
-constexpr size_t kMaxGreedyBySizeBuffers = 5000;
 // Below this the search over the whole set is quick enough: no split start.
 constexpr size_t kMinSplitBuffers = 1024;
+// The share of the time left that the pack start's steps get on large sets
+// when its best fit is below the plan so far (the large-set steps after it
+// place every buffer anew and lose the packing).
+constexpr double kPackShare = 0.5;
+
+double SecondsBetween(Clock::time_point from, Clock::time_point to) {
+  return std::max(0.0, std::chrono::duration<double>(to - from).count());
+}
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -59,10 +65,6 @@ absl::Status ValidateOptions(const OptimalPlanOptions& options) {
   }
   if (options.alignment == 0)
     return absl::InvalidArgumentError("alignment must be positive, got 0");
-  if (options.keep_given_offsets && !options.start_offsets.empty()) {
-    return absl::InvalidArgumentError(
-        "a start plan and kept offsets cannot be given together");
-  }
   return absl::OkStatus();
 }
 
@@ -73,43 +75,6 @@ uint64_t TotalSize(const BufferSet& set, const std::vector<uint64_t>& offsets) {
       total = std::max(total, offsets[i] + set.buffers[i].size);
   }
   return total;
-}
-
-// The caller's plan, checked, or the best of the greedy planners.
-absl::StatusOr<std::vector<uint64_t>> StartOffsets(
-    const BufferSet& set, const std::vector<UsageRecord<>>& records,
-    const OptimalPlanOptions& options) {
-  if (!options.start_offsets.empty()) {
-    if (options.start_offsets.size() != set.buffers.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("start plan has %d offsets for %d buffers",
-                          options.start_offsets.size(), set.buffers.size()));
-    }
-    BufferSet placed = set;
-    for (size_t i = 0; i < placed.buffers.size(); ++i) {
-      placed.buffers[i].offset = options.start_offsets[i];
-    }
-    if (absl::Status valid = CheckPlacement(placed, options.alignment);
-        !valid.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("start plan is not valid: %s", valid.message()));
-    }
-    return options.start_offsets;
-  }
-  if (options.keep_given_offsets)
-    return solver_internal::StartAroundKeptOffsets(set, records, options);
-  TM_ASSIGN_OR_RETURN(BestFitResult best_fit,
-                      BestFitMulti(records, options.alignment));
-  std::vector<uint64_t> offsets = std::move(best_fit.offsets.offsets);
-  if (records.size() <= kMaxGreedyBySizeBuffers) {
-    absl::StatusOr<OffsetsAssignment> by_size =
-        GreedyBySizeOffsets(records, options.alignment);
-    if (by_size.ok() &&
-        TotalSize(set, by_size->offsets) < TotalSize(set, offsets)) {
-      offsets = std::move(by_size->offsets);
-    }
-  }
-  return offsets;
 }
 
 // The anytime minimisation (or, with a capacity, the feasibility loop) over
@@ -308,6 +273,22 @@ void TrySplitAtFirstPeak(const BufferSet& set,
   result.method = "peak_split";
 }
 
+// The pack start (peak_pack.h) from the best plan so far, with `seconds`,
+// taken when lower.
+void TryPackAtPeak(const BufferSet& set,
+                   const std::vector<UsageRecord<>>& records,
+                   const OptimalPlanOptions& options, Clock::time_point start,
+                   double seconds, std::vector<uint64_t>& offsets,
+                   OptimalPlanResult& result) {
+  std::optional<std::vector<uint64_t>> packed =
+      solver_internal::PackAtPeak(set, records, offsets, options, seconds);
+  if (!packed || TotalSize(set, *packed) >= result.total_size) return;
+  offsets = *std::move(packed);
+  result.total_size = TotalSize(set, offsets);
+  result.seconds_to_best = SecondsSince(start);
+  result.method = "peak_pack";
+}
+
 }  // namespace
 
 absl::StatusOr<OptimalPlanResult> PlanOptimal(
@@ -335,7 +316,7 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
         *options.capacity, result.lower_bound));
   }
   TM_ASSIGN_OR_RETURN(std::vector<uint64_t> offsets,
-                      StartOffsets(set, records, options));
+                      solver_internal::StartOffsets(set, records, options));
   result.start_size = TotalSize(set, offsets);
   result.total_size = result.start_size;
   result.method = "start";
@@ -356,6 +337,11 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
         !options.keep_given_offsets && n <= kMaxSearchAfterBuffers &&
         solver_internal::CountOverlapPairs(problem) <= kMaxOverlapPairs;
     if (!searchable || n > kMaxSearchBuffers) {
+      if (!options.keep_given_offsets) {
+        TryPackAtPeak(set, records, options, start,
+                      kPackShare * SecondsBetween(Clock::now(), deadline),
+                      offsets, result);
+      }
       const Clock::time_point now = Clock::now();
       ImproveLargeSet(records, options, start,
                       searchable ? now + (deadline - now) / 2 : deadline,

@@ -18,14 +18,20 @@ struct PeakAgain {
   int64_t again = 0;
 };
 
-std::optional<PeakAgain> FindPeakAgain(const BufferSet& set) {
-  // Live bytes change at lifetime ends; a delta map keeps them in order.
-  // Sizes are summed in 128 bits: no set overflows them.
+// Live bytes change at lifetime ends; a delta map keeps them in order.
+// Sizes are summed in 128 bits: no set overflows them.
+std::map<int64_t, __int128> LiveByteDeltas(const BufferSet& set) {
   std::map<int64_t, __int128> deltas;
   for (const Buffer& buffer : set.buffers) {
     deltas[buffer.lower] += buffer.size;
     deltas[buffer.upper] -= buffer.size;
   }
+  return deltas;
+}
+
+// The first time live bytes reach their peak, and the peak (0 for none).
+std::pair<int64_t, __int128> FirstPeak(
+    const std::map<int64_t, __int128>& deltas) {
   __int128 live = 0, peak = 0;
   int64_t first_peak = 0;
   for (const auto& [time, delta] : deltas) {
@@ -35,9 +41,15 @@ std::optional<PeakAgain> FindPeakAgain(const BufferSet& set) {
       first_peak = time;
     }
   }
+  return {first_peak, peak};
+}
+
+std::optional<PeakAgain> FindPeakAgain(const BufferSet& set) {
+  const std::map<int64_t, __int128> deltas = LiveByteDeltas(set);
+  const auto [first_peak, peak] = FirstPeak(deltas);
   if (peak == 0) return std::nullopt;
   bool fell = false;
-  live = 0;
+  __int128 live = 0;
   for (const auto& [time, delta] : deltas) {
     live += delta;
     if (time <= first_peak) continue;
@@ -57,6 +69,12 @@ bool LiveAtBoth(const Buffer& buffer, const PeakAgain& peaks) {
 }
 
 }  // namespace
+
+std::optional<int64_t> FirstPeakTime(const BufferSet& set) {
+  const auto [time, peak] = FirstPeak(LiveByteDeltas(set));
+  if (peak == 0) return std::nullopt;
+  return time;
+}
 
 std::optional<std::vector<uint64_t>> SplitAtFirstPeak(
     const BufferSet& set, const OptimalPlanOptions& options, double seconds) {

@@ -51,7 +51,8 @@ struct OptimalPlanOptions {
   // rest are placed around them: best fit, then the windowed orders and
   // their repairs with the kept buffers placed first, then local moves that
   // leave them in place. The search does not run. The lower bound counts
-  // the highest kept buffer's end.
+  // the highest kept buffer's end. A start plan given with it must leave
+  // the kept buffers where they are.
   bool keep_given_offsets = false;
   // Print best, bound and nodes/s on stderr about twice a second.
   bool progress = false;
