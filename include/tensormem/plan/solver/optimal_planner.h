@@ -72,8 +72,8 @@ struct OptimalPlanResult {
   uint64_t nodes = 0;          // search nodes over all threads
   double seconds = 0;          // wall-clock time spent
   double seconds_to_best = 0;  // when the returned plan was found
-  // "start", "search", "windowed_orders", "repaired_order" or
-  // "local_moves": what found it.
+  // "start", "peak_split", "peak_pack", "search", "windowed_orders",
+  // "repaired_order" or "local_moves": what found it.
   std::string method;
 };
 
