@@ -114,6 +114,21 @@ TEST(RestartScheduleTest, ANarrowLeadEarnsNoExtraNodes) {
     EXPECT_EQ(next.nodes_per_order[k], 40000u) << k;
 }
 
+// A plan needs one node per buffer and one more; the first round's slices
+// must hold that and some backtracking, at any size.
+TEST(RestartScheduleTest, FirstRoundSlicesHoldADescentThroughEveryBuffer) {
+  for (const size_t buffers : {10u, 300u, 1000u, 3907u, 8192u}) {
+    RestartSchedule schedule(buffers);
+    for (const OrderRun& run : schedule.Runs(
+             RestartSchedule::FirstNodeLimit(buffers), /*resume=*/true)) {
+      if (run.order < kBaseOrderCount) {
+        EXPECT_GE(run.node_limit, buffers + buffers / 2 + 1)
+            << buffers << " buffers";
+      }
+    }
+  }
+}
+
 TEST(RestartScheduleTest, WithoutResumingEachBaseOrderRunsOnceInFull) {
   RestartSchedule schedule(/*buffers=*/100);
   const RunTotals totals = Totals(schedule.Runs(8000, /*resume=*/false), false);

@@ -100,7 +100,8 @@ class RoundSearch {
         result_(result),
         best_(result.total_size),
         lowest_open_(result.lower_bound),
-        node_limit_(std::max<uint64_t>(2000, 4 * problem.buffers.size())),
+        node_limit_(solver_internal::RestartSchedule::FirstNodeLimit(
+            problem.buffers.size())),
         schedule_(problem.buffers.size()),
         kept_(problem) {}
 

@@ -99,6 +99,10 @@ FeasibilityAnswer RunFeasibility(const Problem& problem,
   return answer;
 }
 
+uint64_t RestartSchedule::FirstNodeLimit(size_t buffers) {
+  return std::max<uint64_t>(2000, 8 * uint64_t{buffers});
+}
+
 RestartSchedule::RestartSchedule(size_t buffers)
     : unit_(std::max<uint64_t>(1000, 8 * buffers)), buffers_(buffers) {}
 

@@ -102,6 +102,12 @@ class RestartSchedule {
   static constexpr uint64_t kRestartPercent = 25;
   // The leader must be ahead by this many percent of the buffers.
   static constexpr int64_t kLeaderMarginPercent = 10;
+  // The node limit of a minimisation's first round for a set of `buffers`:
+  // 8 per buffer (at least 2,000), so a base order's slice holds a descent
+  // through every buffer with room to backtrack. At 4 per buffer a slice was
+  // one descent exactly, and an order a few buffers short of a plan waited,
+  // paused, through every other order's slice and a restart.
+  static uint64_t FirstNodeLimit(size_t buffers);
   explicit RestartSchedule(size_t buffers);
   std::vector<OrderRun> Runs(uint64_t node_limit, bool resume);
   // Learns from the base orders' runs which one progresses best.
