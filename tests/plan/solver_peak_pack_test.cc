@@ -52,6 +52,30 @@ TEST(PeakPackTest, ClosesTheGapAtThePeak) {
   EXPECT_EQ(TotalSize(Records(set), *packed), 150u);
 }
 
+// Two steps one after the other, and a buffer live through both: every peak
+// is packed in the plan's order there (at the second, `early` below `wide`,
+// which best fit alone would not do), the long-lived buffer at the first.
+TEST(PeakPackTest, ClosesTheGapsAtEveryPeak) {
+  BufferSet set = GapAtThePeak();
+  for (Buffer buffer : GapAtThePeak().buffers) {
+    buffer.id += 3;
+    buffer.lower += 20;
+    buffer.upper += 20;
+    set.buffers.push_back(buffer);
+  }
+  set.buffers.push_back({.id = 6, .lower = 0, .upper = 40, .size = 10});
+  const std::vector<uint64_t> given = {0, 100, 150, 60, 0, 160, 210};
+  ASSERT_TRUE(Valid(set, given));
+  const std::optional<std::vector<uint64_t>> packed =
+      PackAtPeak(set, Records(set), given, {}, /*seconds=*/0.1);
+  ASSERT_TRUE(packed.has_value());
+  EXPECT_TRUE(Valid(set, *packed));
+  EXPECT_EQ(TotalSize(Records(set), *packed), 160u);
+  EXPECT_EQ((*packed)[6], 150u);
+  EXPECT_EQ((*packed)[4], 0u);
+  EXPECT_EQ((*packed)[3], 50u);
+}
+
 // The buffers live at the peak (time 5: `wide` and `early`) are packed in
 // the order the plan gives them, whichever that is.
 TEST(PeakPackTest, KeepsThePlansOrderAtThePeak) {

@@ -10,29 +10,84 @@
 #include "tensormem/core/checked_math.h"
 
 namespace tensormem::solver_internal {
+namespace {
+
+// Beyond this many buffers live at the peaks together, packing them (a scan
+// of the packed ones per buffer) would cost more than the start is worth.
+constexpr size_t kMaxPackedBuffers = 20000;
+
+bool LiveTogether(const Buffer& a, const Buffer& b) {
+  return a.lower < b.upper && b.lower < a.upper;
+}
+
+// The lowest aligned offset at or above `floor` where `buffer` overlaps no
+// buffer of `packed` (offsets set) live with it; nullopt on overflow.
+std::optional<uint64_t> LowestFreeOffset(const BufferSet& packed,
+                                         const std::vector<size_t>& placed,
+                                         const Buffer& buffer, uint64_t floor,
+                                         uint64_t alignment) {
+  std::vector<std::pair<uint64_t, uint64_t>> taken;
+  for (size_t j : placed) {
+    const Buffer& other = packed.buffers[j];
+    if (LiveTogether(buffer, other))
+      taken.emplace_back(*other.offset, *other.offset + other.size);
+  }
+  std::sort(taken.begin(), taken.end());
+  std::optional<uint64_t> offset = CheckedRoundUp(floor, alignment);
+  for (const auto& [begin, end] : taken) {
+    if (!offset) return std::nullopt;
+    const std::optional<uint64_t> top = CheckedAdd(*offset, buffer.size);
+    if (!top) return std::nullopt;
+    if (end <= *offset) continue;
+    if (begin >= *top) break;
+    offset = CheckedRoundUp(end, alignment);
+  }
+  return offset;
+}
+
+// At each peak time, the buffers live then are packed in the order of
+// `offsets`, each as low as the ones packed before it allow and above the
+// one before it in that order; those packed at an earlier peak stay.
+bool PackEveryPeak(const BufferSet& set, std::span<const uint64_t> offsets,
+                   uint64_t alignment, BufferSet& packed) {
+  std::vector<size_t> placed;
+  for (const int64_t time : PeakTimes(set)) {
+    std::vector<size_t> live;
+    for (size_t i = 0; i < set.buffers.size(); ++i) {
+      const Buffer& buffer = set.buffers[i];
+      if (buffer.size > 0 && buffer.lower <= time && time < buffer.upper)
+        live.push_back(i);
+    }
+    if (placed.size() + live.size() > kMaxPackedBuffers) return false;
+    std::sort(live.begin(), live.end(), [&](size_t a, size_t b) {
+      return std::pair(offsets[a], a) < std::pair(offsets[b], b);
+    });
+    uint64_t floor = 0;
+    for (size_t i : live) {
+      Buffer& buffer = packed.buffers[i];
+      if (!buffer.offset) {
+        const std::optional<uint64_t> offset =
+            LowestFreeOffset(packed, placed, buffer, floor, alignment);
+        if (!offset) return false;
+        buffer.offset = offset;
+        placed.push_back(i);
+      }
+      floor = std::max(floor, *buffer.offset + buffer.size);
+    }
+  }
+  return !placed.empty();
+}
+
+}  // namespace
 
 std::optional<std::vector<uint64_t>> PackAtPeak(
     const BufferSet& set, const std::vector<UsageRecord<>>& records,
     std::span<const uint64_t> offsets, const OptimalPlanOptions& options,
     double seconds) {
-  const std::optional<int64_t> peak = FirstPeakTime(set);
-  if (!peak) return std::nullopt;
-  std::vector<size_t> at_peak;
-  for (size_t i = 0; i < set.buffers.size(); ++i) {
-    const Buffer& buffer = set.buffers[i];
-    if (buffer.size > 0 && buffer.lower <= *peak && *peak < buffer.upper)
-      at_peak.push_back(i);
-  }
-  std::sort(at_peak.begin(), at_peak.end(), [&](size_t a, size_t b) {
-    return std::pair(offsets[a], a) < std::pair(offsets[b], b);
-  });
   BufferSet packed = set;
   for (Buffer& buffer : packed.buffers) buffer.offset.reset();
-  uint64_t top = 0;
-  for (size_t i : at_peak) {
-    packed.buffers[i].offset = top;
-    top = RoundUp(top + packed.buffers[i].size, options.alignment);
-  }
+  if (!PackEveryPeak(set, offsets, options.alignment, packed))
+    return std::nullopt;
   // Best fit around the packed buffers first: only a start that ends below
   // the plan given is worth the time of the steps after it.
   OptimalPlanOptions around;

@@ -70,10 +70,18 @@ bool LiveAtBoth(const Buffer& buffer, const PeakAgain& peaks) {
 
 }  // namespace
 
-std::optional<int64_t> FirstPeakTime(const BufferSet& set) {
-  const auto [time, peak] = FirstPeak(LiveByteDeltas(set));
-  if (peak == 0) return std::nullopt;
-  return time;
+std::vector<int64_t> PeakTimes(const BufferSet& set) {
+  const std::map<int64_t, __int128> deltas = LiveByteDeltas(set);
+  const __int128 peak = FirstPeak(deltas).second;
+  std::vector<int64_t> times;
+  if (peak == 0) return times;
+  __int128 live = 0;
+  for (const auto& [time, delta] : deltas) {
+    const bool below = live < peak;
+    live += delta;
+    if (below && live == peak) times.push_back(time);
+  }
+  return times;
 }
 
 std::optional<std::vector<uint64_t>> SplitAtFirstPeak(

@@ -32,9 +32,9 @@
 
 namespace tensormem::solver_internal {
 
-// The first time at which live bytes reach their peak (a buffer is live over
-// [lower, upper)); nullopt when no buffer has bytes.
-std::optional<int64_t> FirstPeakTime(const BufferSet& set);
+// The times at which live bytes reach their peak from below, in order (a
+// buffer is live over [lower, upper)); empty when no buffer has bytes.
+std::vector<int64_t> PeakTimes(const BufferSet& set);
 
 // Nullopt when the peak does not come back (live bytes fall to 3/4 of the
 // peak after the first and reach 99% of it again), when either part would
