@@ -258,36 +258,19 @@ void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
   take(moved, Clock::now(), "local_moves");
 }
 
-// The split start (peak_split.h) with half the time, taken when lower.
-void TrySplitAtFirstPeak(const BufferSet& set,
-                         const OptimalPlanOptions& options,
-                         Clock::time_point start,
-                         std::vector<uint64_t>& offsets,
-                         OptimalPlanResult& result) {
-  std::optional<std::vector<uint64_t>> split =
-      solver_internal::SplitAtFirstPeak(set, options,
-                                        options.time_limit_seconds / 2);
-  if (!split || TotalSize(set, *split) >= result.total_size) return;
-  offsets = *std::move(split);
-  result.total_size = TotalSize(set, offsets);
+// A start built from the whole set (`method`: peak_split.h, peak_pack.h),
+// taken when it ends below the best plan so far.
+void TakeIfLower(const BufferSet& set, Clock::time_point start,
+                 const char* method,
+                 std::optional<std::vector<uint64_t>> candidate,
+                 std::vector<uint64_t>& offsets, OptimalPlanResult& result) {
+  if (!candidate) return;
+  const uint64_t total = TotalSize(set, *candidate);
+  if (total >= result.total_size) return;
+  offsets = *std::move(candidate);
+  result.total_size = total;
   result.seconds_to_best = SecondsSince(start);
-  result.method = "peak_split";
-}
-
-// The pack start (peak_pack.h) from the best plan so far, with `seconds`,
-// taken when lower.
-void TryPackAtPeak(const BufferSet& set,
-                   const std::vector<UsageRecord<>>& records,
-                   const OptimalPlanOptions& options, Clock::time_point start,
-                   double seconds, std::vector<uint64_t>& offsets,
-                   OptimalPlanResult& result) {
-  std::optional<std::vector<uint64_t>> packed =
-      solver_internal::PackAtPeak(set, records, offsets, options, seconds);
-  if (!packed || TotalSize(set, *packed) >= result.total_size) return;
-  offsets = *std::move(packed);
-  result.total_size = TotalSize(set, offsets);
-  result.seconds_to_best = SecondsSince(start);
-  result.method = "peak_pack";
+  result.method = method;
 }
 
 }  // namespace
@@ -330,7 +313,10 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
   if (!done() && options.time_limit_seconds > 0 &&
       !options.keep_given_offsets && options.start_offsets.empty() &&
       set.buffers.size() >= kMinSplitBuffers) {
-    TrySplitAtFirstPeak(set, options, start, offsets, result);
+    TakeIfLower(set, start, "peak_split",
+                solver_internal::SplitAtFirstPeak(
+                    set, options, options.time_limit_seconds / 2),
+                offsets, result);
   }
   if (!done() && options.time_limit_seconds > 0) {
     const size_t n = problem.buffers.size();
@@ -339,9 +325,11 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
         solver_internal::CountOverlapPairs(problem) <= kMaxOverlapPairs;
     if (!searchable || n > kMaxSearchBuffers) {
       if (!options.keep_given_offsets) {
-        TryPackAtPeak(set, records, options, start,
-                      kPackShare * SecondsBetween(Clock::now(), deadline),
-                      offsets, result);
+        TakeIfLower(set, start, "peak_pack",
+                    solver_internal::PackAtPeak(
+                        set, records, offsets, options,
+                        kPackShare * SecondsBetween(Clock::now(), deadline)),
+                    offsets, result);
       }
       const Clock::time_point now = Clock::now();
       ImproveLargeSet(records, options, start,

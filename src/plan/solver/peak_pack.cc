@@ -16,10 +16,6 @@ namespace {
 // of the packed ones per buffer) would cost more than the start is worth.
 constexpr size_t kMaxPackedBuffers = 20000;
 
-bool LiveTogether(const Buffer& a, const Buffer& b) {
-  return a.lower < b.upper && b.lower < a.upper;
-}
-
 // The lowest aligned offset at or above `floor` where `buffer` overlaps no
 // buffer of `packed` (offsets set) live with it; nullopt on overflow.
 std::optional<uint64_t> LowestFreeOffset(const BufferSet& packed,
@@ -29,7 +25,7 @@ std::optional<uint64_t> LowestFreeOffset(const BufferSet& packed,
   std::vector<std::pair<uint64_t, uint64_t>> taken;
   for (size_t j : placed) {
     const Buffer& other = packed.buffers[j];
-    if (LiveTogether(buffer, other))
+    if (buffer.LiveAtSameTime(other))
       taken.emplace_back(*other.offset, *other.offset + other.size);
   }
   std::sort(taken.begin(), taken.end());
@@ -48,7 +44,7 @@ std::optional<uint64_t> LowestFreeOffset(const BufferSet& packed,
 // At each peak time, the buffers live then are packed in the order of
 // `offsets`, each as low as the ones packed before it allow and above the
 // one before it in that order; those packed at an earlier peak stay.
-bool PackEveryPeak(const BufferSet& set, std::span<const uint64_t> offsets,
+bool PackEveryPeak(const BufferSet& set, const std::vector<uint64_t>& offsets,
                    uint64_t alignment, BufferSet& packed) {
   std::vector<size_t> placed;
   for (const int64_t time : PeakTimes(set)) {
@@ -82,7 +78,7 @@ bool PackEveryPeak(const BufferSet& set, std::span<const uint64_t> offsets,
 
 std::optional<std::vector<uint64_t>> PackAtPeak(
     const BufferSet& set, const std::vector<UsageRecord<>>& records,
-    std::span<const uint64_t> offsets, const OptimalPlanOptions& options,
+    const std::vector<uint64_t>& offsets, const OptimalPlanOptions& options,
     double seconds) {
   BufferSet packed = set;
   for (Buffer& buffer : packed.buffers) buffer.offset.reset();
@@ -97,8 +93,7 @@ std::optional<std::vector<uint64_t>> PackAtPeak(
   around.keep_given_offsets = true;
   absl::StatusOr<std::vector<uint64_t>> start =
       StartAroundKeptOffsets(packed, records, around);
-  if (!start.ok() || TotalSize(records, *start) >=
-                         TotalSize(records, {offsets.begin(), offsets.end()}))
+  if (!start.ok() || TotalSize(records, *start) >= TotalSize(records, offsets))
     return std::nullopt;
   around.start_offsets = *std::move(start);
   around.time_limit_seconds = seconds;

@@ -25,7 +25,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <vector>
 
 #include "tensormem/plan/buffer_set.h"
@@ -44,7 +43,7 @@ namespace tensormem::solver_internal {
 // `seconds`.
 std::optional<std::vector<uint64_t>> PackAtPeak(
     const BufferSet& set, const std::vector<UsageRecord<>>& records,
-    std::span<const uint64_t> offsets, const OptimalPlanOptions& options,
+    const std::vector<uint64_t>& offsets, const OptimalPlanOptions& options,
     double seconds);
 
 }  // namespace tensormem::solver_internal
