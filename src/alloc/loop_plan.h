@@ -92,13 +92,18 @@ struct PlannedRequest {
   uint32_t frees_before = 0;
   uint32_t free_rank = 0;
   uint32_t slot = 0;  // arena blocks: the index of `offset` among the plan's
-  // When the previous iteration's instance of this request is freed, in
-  // events from the iteration's start; -1 when not within the iteration.
+  // When the previous iteration's instance of this request is freed, and
+  // when this one is made, in events from the iteration's start; -1 when
+  // not within the iteration.
   int64_t previous_freed = -1;
+  int64_t allocated = -1;
 };
 
 struct LoopPlan {
   LoopShape shape;
+  // Iterations of the loop that one period of the plan covers: 2 when blocks
+  // overlap their next instance (loop_unroll.h); shape.period counts both.
+  uint32_t iterations = 1;
   std::vector<PlannedRequest> requests;  // shape.period of them, in order
   uint64_t arena_bytes = 0;
   uint64_t arena_alignment = 256;

@@ -116,7 +116,7 @@ void PlannedServing::CountWholeIteration() {
     return;
   }
   iteration_counted_ = true;
-  ++status_.planned_iterations;
+  status_.planned_iterations += plan_->iterations;
 }
 
 void PlannedServing::MarkFreed(uint32_t free_rank) {
@@ -198,7 +198,10 @@ void PlannedServing::MarkIteration() {
     return;
   }
   if (!plan_->shape.marked) return;
-  if (position_ != plan_->requests.size() || !BeginIteration()) EndPlan();
+  // An unrolled plan's first iteration ends half way through it.
+  const size_t period = plan_->requests.size();
+  if (plan_->iterations == 2 && 2 * position_ == period) return;
+  if (position_ != period || !BeginIteration()) EndPlan();
 }
 
 void PlannedServing::MaybeTakeOver(const LoopEvent* request) {
@@ -341,7 +344,8 @@ PlannedAllocator::LoopStatus PlannedServing::Status() const {
   std::lock_guard lock(mutex_);
   PlannedAllocator::LoopStatus status = status_;
   status.serving = plan_ != nullptr;
-  status.period = plan_ != nullptr ? plan_->shape.period : 0;
+  status.period =
+      plan_ != nullptr ? plan_->shape.period / plan_->iterations : 0;
   status.arena_bytes = arena_plan_ != nullptr ? arena_plan_->arena_bytes : 0;
   return status;
 }
