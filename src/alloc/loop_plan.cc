@@ -95,7 +95,7 @@ std::optional<LoopShape> FindMarkedLoop(
   }
   const uint64_t key = LoopKey(history, index, b, period);
   if (rejected.contains(key)) return std::nullopt;
-  return LoopShape{history.first_sequence + b, period, true, key};
+  return LoopShape{history.first_sequence + a, period, true, key};
 }
 
 }  // namespace

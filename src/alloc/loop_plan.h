@@ -133,7 +133,9 @@ void AssignOffsets(const std::vector<uint64_t>& offset_of_request,
 // and the allocation that follows it). The arena is placed by best fit under
 // several orders (plan/'s best_fit_multi), then, given `search_seconds`, by
 // the optimal planner within that time when it finds a smaller one; errors
-// are best fit's.
+// are best fit's. Blocks that overlap their next instance unroll the plan
+// over two iterations (loop_unroll.h); to see them, the plan begins an
+// iteration earlier when the history holds it.
 absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
                                        const LoopShape& shape,
                                        double search_seconds = 0);

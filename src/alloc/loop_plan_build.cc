@@ -222,12 +222,13 @@ absl::StatusOr<LoopPlan> BuildPlan(const LoopHistory& history,
   // Blocks the logged part of the next iteration does not free may yet
   // overlap their next instances: the one before, if it repeats, is logged.
   const bool next_logged = history.events.size() >= end + (end - begin);
+  const uint64_t arena_peak = PeakLiveBytes(set);
   if (may_unroll && !next_logged &&
-      bytes.undecided * kUnrollShare >= bytes.in_arena) {
+      bytes.undecided * kUnrollShare >= arena_peak) {
     if (std::optional<LoopShape> earlier = EarlierIteration(history, shape))
       return BuildPlan(history, *earlier, search_seconds, may_unroll);
   }
-  if (may_unroll && bytes.overlapping * kUnrollShare >= bytes.in_arena) {
+  if (may_unroll && bytes.overlapping * kUnrollShare >= arena_peak) {
     std::vector<int64_t> freed_next(shape.period, -1);
     for (size_t j = 0; j < shape.period; ++j)
       if (lifetimes[j].freed < 0) freed_next[j] = lifetimes[j].freed_next;

@@ -23,9 +23,9 @@
 namespace tensormem::alloc_internal {
 
 // Blocks that overlap their next instance are unrolled into a plan of two
-// iterations when they are at least 1/this of the bytes placed in the arena:
-// fewer are cheaper in the fallback than a plan twice as long, learnt an
-// iteration later.
+// iterations when they are at least 1/this of the arena's peak of live
+// bytes: fewer cost the fallback less than a plan twice as long, learnt an
+// iteration later, costs.
 inline constexpr uint64_t kUnrollShare = 64;
 
 struct UnrolledLoop {

@@ -212,11 +212,14 @@ void PlannedServing::MaybeTakeOver(const LoopEvent* request) {
     shadowed_ = -1;
   }
   const LoopShape& shape = ready_->shape;
-  // A plan found from marks begins at a mark; found from the period, at an
-  // allocation that begins an iteration.
+  // A plan found from marks begins at a mark (not the one half way through
+  // an unrolled plan); found from the period, at an allocation that begins
+  // an iteration.
   const bool at_boundary =
       request == nullptr
-          ? shape.marked
+          ? shape.marked &&
+                !(ready_->iterations == 2 &&
+                  2 * shadowed_ == static_cast<int64_t>(shape.period))
           : !shape.marked && next_sequence_ >= shape.first_sequence &&
                 (next_sequence_ - shape.first_sequence) % shape.period == 0;
   // The last plan's arena blocks must be gone first.

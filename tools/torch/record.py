@@ -13,7 +13,9 @@ trace's events split into steps). --name-steps names the files
 Workloads: infer_b1 and infer_b8 (eval, no_grad, batch 1 and 8, the model's own
 resolution) and train_b8 (forward + backward + SGD step, batch 8, at the
 training resolution of models.training_resolution, smaller for big models to
-keep the recording quick). The language models of language_models.py
+keep the recording quick); trainkeep_b8 is train_b8 with each step's output
+returned and held by the loop until the next step's replaces it (as
+`loss, output = step()` would). The language models of language_models.py
 (transformer: 128 tokens per sequence, transformer_varlen: a seeded length per
 step) have no resolution: their summaries list the sequence length of each step.
 
@@ -30,10 +32,11 @@ import subprocess
 import sys
 import time
 
-WORKLOADS = {  # name -> (mode, batch)
-    "infer_b1": ("infer", 1),
-    "infer_b8": ("infer", 8),
-    "train_b8": ("train", 8),
+WORKLOADS = {  # name -> (mode, batch, whether the caller keeps each step's result)
+    "infer_b1": ("infer", 1, False),
+    "infer_b8": ("infer", 8, False),
+    "train_b8": ("train", 8, False),
+    "trainkeep_b8": ("train", 8, True),
 }
 
 
@@ -47,14 +50,14 @@ def run_worker(args):
 
     torch.set_num_threads(args.threads)
     tensormem_torch.enable(trace_path=args.trace)
-    mode, batch = WORKLOADS[args.workload]
+    mode, batch, keep = WORKLOADS[args.workload]
     if args.model in language_models.names():
         resolution = None
     elif mode == "train":
         resolution = models.training_resolution(args.model)
     else:
         resolution = models.default_resolution(args.model)
-    step = workloads.make_step(args.model, mode, batch, resolution)
+    step = workloads.make_step(args.model, mode, batch, resolution, keep_output=keep)
     def counts():
         stats = tensormem_torch.stats()
         return stats["num_allocs"], stats["num_frees"]
@@ -62,7 +65,12 @@ def run_worker(args):
     boundaries = [counts()]  # (allocations, frees) at each step boundary
     start = time.perf_counter()
     for _ in range(args.steps):
-        step()
+        if keep:
+            # As `loss, output = step()` in a loop: the last step's output is
+            # freed only once the next step has returned its own.
+            kept = step()  # noqa: F841
+        else:
+            step()
         boundaries.append(counts())
     seconds = time.perf_counter() - start
     stats = tensormem_torch.stats()

@@ -22,14 +22,16 @@ import models
 MODES = ("infer", "train")
 
 
-def make_step(name, mode, batch, resolution=None, seed=0):
-    """Builds the model (allocating its weights now) and returns a callable step."""
+def make_step(name, mode, batch, resolution=None, seed=0, keep_output=False):
+    """Builds the model (allocating its weights now) and returns a callable step.
+
+    keep_output: a training step returns (loss, output) instead of the loss."""
     if mode not in MODES:
         raise ValueError(f"unknown mode '{mode}'; known: {', '.join(MODES)}")
     if name in language_models.names():
         if resolution is not None:
             raise ValueError(f"{name} takes no resolution")
-        return _language_step(name, mode, batch, seed)
+        return _language_step(name, mode, batch, seed, keep_output)
     model, example = models.build(name, batch, resolution, seed=seed)
     if mode == "infer":
         model.eval()
@@ -55,13 +57,13 @@ def make_step(name, mode, batch, resolution=None, seed=0):
         loss = torch.nn.functional.cross_entropy(output, labels["target"])
         loss.backward()
         optimizer.step()
-        return loss.detach()
+        return (loss.detach(), output.detach()) if keep_output else loss.detach()
 
     train.model = model
     return train
 
 
-def _language_step(name, mode, batch, seed):
+def _language_step(name, mode, batch, seed, keep_output):
     model = language_models.build(name, seed=seed)
     batches = language_models.SequenceLengths(name, seed=seed)
     if mode == "infer":
@@ -86,7 +88,7 @@ def _language_step(name, mode, batch, seed):
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-            return loss.detach()
+            return (loss.detach(), logits.detach()) if keep_output else loss.detach()
 
         step = train
     step.model = model
