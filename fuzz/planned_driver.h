@@ -25,12 +25,15 @@ namespace tensormem::fuzz {
 
 struct LoopStep {
   bool alloc = true;
-  uint64_t bytes = 0;  // alloc
-  size_t block = 0;    // free: the iteration's block index
+  uint64_t bytes = 0;     // alloc
+  size_t block = 0;       // free: the iteration's block index
+  bool previous = false;  // free: that block of the iteration before
 };
 
 // Up to 48 steps; every block is freed by the end of the iteration unless the
-// input keeps it (it then lives until the end of the run).
+// input keeps it (it then lives until the end of the run) or hands it on (the
+// next iteration frees it, before or after making its own: a gradient kept
+// until the next step, an output bound again).
 inline std::vector<LoopStep> DecodeLoop(ByteReader& input) {
   std::vector<LoopStep> steps;
   std::vector<size_t> live;
@@ -46,8 +49,17 @@ inline std::vector<LoopStep> DecodeLoop(ByteReader& input) {
       live.erase(live.begin() + static_cast<ptrdiff_t>(victim));
     }
   }
-  for (size_t block : live)
-    if (input.Byte() % 4 != 0) steps.push_back({false, 0, block});
+  for (size_t block : live) {
+    const uint8_t fate = input.Byte() % 8;
+    if (fate == 0) continue;  // kept
+    if (fate == 1) {
+      const size_t at = input.Below(steps.size() + 1);
+      steps.insert(steps.begin() + static_cast<ptrdiff_t>(at),
+                   {false, 0, block, true});
+    } else {
+      steps.push_back({false, 0, block});
+    }
+  }
   return steps;
 }
 
@@ -62,14 +74,16 @@ class PlannedDriver {
     for (size_t i = 0; i < steps.size(); ++i) {
       LoopStep step = steps[i];
       if (i == changed) step.bytes += 1 + input.Below(1 << 16);
+      const std::vector<void*>& owner = step.previous ? previous_ : blocks;
       if (step.alloc) {
         blocks.push_back(Allocate(step.bytes));
-      } else if (step.block < blocks.size()) {
-        Free(blocks[step.block]);
+      } else if (step.block < owner.size()) {
+        Free(owner[step.block]);
       }
       if (i == changed && input.Bool()) BadFree(input);
       Check();
     }
+    previous_ = std::move(blocks);
   }
 
   void FreeAll() {
@@ -136,6 +150,7 @@ class PlannedDriver {
   PlannedAllocator& allocator_;
   std::map<uintptr_t, uint64_t> live_;  // address -> requested bytes
   std::vector<void*> freed_;
+  std::vector<void*> previous_;  // the last iteration's blocks, by index
 };
 
 // Returns what the allocator did (for tests of the driver's reach).
