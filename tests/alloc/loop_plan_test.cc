@@ -161,21 +161,21 @@ TEST(BuildLoopPlanTest, ABlockFreedEarlyInTheNextIterationHoldsItsPlace) {
 }
 
 // Each iteration's output is freed only after the next one is made (a
-// variable bound again): `output_bytes` each, beside 4,000 bytes that live
+// variable bound again): `output_bytes` each, beside 40,000 bytes that live
 // and die inside the iteration (at most 1/8 of that may be handed on).
 LoopHistory OutputsBoundAgain(uint64_t output_bytes) {
   HistoryBuilder log;
   uint64_t previous = log.Alloc(output_bytes);
   for (int i = 0; i < 4; ++i) {
-    const uint64_t activation = log.Alloc(1000);
-    const uint64_t scratch = log.Alloc(3000);
+    const uint64_t activation = log.Alloc(10000);
+    const uint64_t scratch = log.Alloc(30000);
     log.Free(scratch);
     const uint64_t output = log.Alloc(output_bytes);
     log.Free(previous);
     previous = output;
     log.Free(activation);
   }
-  log.Alloc(1000);
+  log.Alloc(10000);
   return log.history();
 }
 
@@ -209,13 +209,14 @@ TEST(BuildLoopPlanTest, AnOutputKeptUntilItsNextInstanceGetsTwoPlaces) {
   // At the peak, the scratch block beside the activation and both outputs:
   // on its own, the arena keeps the place of the output that wraps for the
   // whole unrolled iteration (placed in the pool, only while it lives).
-  EXPECT_EQ(plan->peak_arena_live, 1024u + 3072u + 2 * 512u);
+  EXPECT_EQ(plan->peak_arena_live, 10240u + 30208u + 2 * 512u);
   EXPECT_EQ(plan->arena_bytes, plan->peak_arena_live);
 }
 
 TEST(BuildLoopPlanTest, ASmallOutputKeptUntilItsNextInstanceIsLeftOut) {
-  // 16 bytes: cheaper in the fallback than a plan twice as long.
-  const LoopHistory history = OutputsBoundAgain(16);
+  // 4 bytes, under 1/1024 of the arena's peak: cheaper in the fallback than
+  // a plan twice as long.
+  const LoopHistory history = OutputsBoundAgain(4);
   const std::optional<LoopShape> shape = FindLoop(history, {});
   ASSERT_TRUE(shape.has_value());
   const absl::StatusOr<LoopPlan> plan = BuildLoopPlan(history, *shape);
