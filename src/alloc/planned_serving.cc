@@ -349,6 +349,8 @@ PlannedAllocator::LoopStatus PlannedServing::Status() const {
   status.serving = plan_ != nullptr;
   status.period =
       plan_ != nullptr ? plan_->shape.period / plan_->iterations : 0;
+  status.iterations_per_plan =
+      plan_ != nullptr ? static_cast<int>(plan_->iterations) : 0;
   status.arena_bytes = arena_plan_ != nullptr ? arena_plan_->arena_bytes : 0;
   return status;
 }

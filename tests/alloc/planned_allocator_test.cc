@@ -63,7 +63,8 @@ TEST(PlannedAllocatorTest, LearnsATrainingLoopAndServesItFromThePlan) {
   EXPECT_EQ(status.mismatches, 0);
   EXPECT_GE(status.planned_iterations, 3);
   EXPECT_TRUE(status.serving);
-  EXPECT_EQ(status.period, 36u);  // 12 layers x 3 allocations
+  EXPECT_EQ(status.period, 36u);             // 12 layers x 3 allocations
+  EXPECT_EQ(status.iterations_per_plan, 1);  // nothing outlives a step
   EXPECT_GT(status.arena_blocks, 0);
   EXPECT_TRUE(planned.fallback().CheckInvariants().ok());
 

@@ -89,6 +89,9 @@ class PlannedAllocator final : public Allocator {
     int64_t arena_blocks = 0;  // blocks served from an arena
     bool serving = false;      // a plan serves now
     uint64_t period = 0;       // allocations per iteration of that plan
+    // Iterations one period of that plan covers: 2 when it was unrolled for
+    // blocks that overlap their next instance (an output bound again).
+    int iterations_per_plan = 0;
     uint64_t arena_bytes = 0;  // the arena now held (0: none)
   };
   LoopStatus loop_status() const;
