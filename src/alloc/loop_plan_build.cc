@@ -193,9 +193,12 @@ absl::Status PlaceArena(const BufferSet& set,
   return absl::OkStatus();
 }
 
+// may_unroll: once (an unrolled plan is not unrolled again); may_look_back:
+// once (the iteration before has its next one logged).
 absl::StatusOr<LoopPlan> BuildPlan(const LoopHistory& history,
                                    const LoopShape& shape,
-                                   double search_seconds, bool may_unroll) {
+                                   double search_seconds, bool may_unroll,
+                                   bool may_look_back) {
   const IndexedHistory index = Index(history);
   absl::StatusOr<std::pair<size_t, size_t>> range =
       IterationEvents(history, index, shape);
@@ -223,10 +226,10 @@ absl::StatusOr<LoopPlan> BuildPlan(const LoopHistory& history,
   // overlap their next instances: the one before, if it repeats, is logged.
   const bool next_logged = history.events.size() >= end + (end - begin);
   const uint64_t arena_peak = PeakLiveBytes(set);
-  if (may_unroll && !next_logged &&
+  if (may_unroll && may_look_back && !next_logged &&
       bytes.undecided * kUnrollShare >= arena_peak) {
     if (std::optional<LoopShape> earlier = EarlierIteration(history, shape))
-      return BuildPlan(history, *earlier, search_seconds, may_unroll);
+      return BuildPlan(history, *earlier, search_seconds, true, false);
   }
   if (may_unroll && bytes.overlapping * kUnrollShare >= arena_peak) {
     std::vector<int64_t> freed_next(shape.period, -1);
@@ -235,7 +238,7 @@ absl::StatusOr<LoopPlan> BuildPlan(const LoopHistory& history,
     const UnrolledLoop twice =
         UnrollTwice(history, shape, begin, end, freed_next);
     absl::StatusOr<LoopPlan> unrolled =
-        BuildPlan(twice.history, twice.shape, search_seconds, false);
+        BuildPlan(twice.history, twice.shape, search_seconds, false, false);
     if (unrolled.ok()) unrolled->iterations = 2;
     return unrolled;
   }
@@ -253,7 +256,8 @@ absl::StatusOr<LoopPlan> BuildPlan(const LoopHistory& history,
 absl::StatusOr<LoopPlan> BuildLoopPlan(const LoopHistory& history,
                                        const LoopShape& shape,
                                        double search_seconds) {
-  return BuildPlan(history, shape, search_seconds, /*may_unroll=*/true);
+  return BuildPlan(history, shape, search_seconds, /*may_unroll=*/true,
+                   /*may_look_back=*/true);
 }
 
 void AssignOffsets(const std::vector<uint64_t>& offset_of_request,
