@@ -27,8 +27,7 @@ bool Overlap(uint64_t a, uint64_t a_bytes, uint64_t b, uint64_t b_bytes) {
 // What the placement must place and keep: the arena's blocks (in
 // plan.arena_buffers' order), then what the live blocks hold, each with its
 // offset. A block that wraps takes its previous instance's offset
-// (`reused`): from when it is made when the plan knows that the previous
-// one is freed by then, else for the whole iteration.
+// (`reused`).
 struct Problem {
   BufferSet set;
   std::vector<uint8_t> reused;  // by live block
@@ -58,28 +57,17 @@ Problem PlacementProblem(const LoopPlan& plan,
       problem.reused[g] = 1;
     }
   }
-  std::vector<uint8_t> handed_over(live.size(), 0);  // freed before reuse
   for (const Buffer& buffer : plan.arena_buffers) {
     const int64_t place = wrap_place[buffer.id];
-    if (place < 0) {
-      Add(problem.set, buffer.size, buffer.lower, buffer.upper, std::nullopt);
-      continue;
-    }
-    const PlannedRequest& request = plan.requests[buffer.id];
-    const int64_t until = LiveUntil(plan, live[place]);
-    handed_over[place] = until <= request.allocated;
-    Add(problem.set, buffer.size,
-        handed_over[place] ? request.allocated : buffer.lower, buffer.upper,
-        live[place].offset);
+    Add(problem.set, buffer.size, buffer.lower, buffer.upper,
+        place >= 0 ? std::optional(live[place].offset) : std::nullopt);
   }
   for (size_t g = 0; g < live.size(); ++g) {
     const int64_t until = LiveUntil(plan, live[g]);
     // The place of a block that wraps: what its new instance leaves of the
-    // old block stays taken until the old one is freed (all of it, when the
-    // new one is made after that).
-    const uint64_t kept = problem.reused[g] && !handed_over[g]
-                              ? plan.requests[live[g].previous_request].bytes
-                              : 0;
+    // old block stays taken until the old one is freed.
+    const uint64_t kept =
+        problem.reused[g] ? plan.requests[live[g].previous_request].bytes : 0;
     if (kept == 0 && until < plan.iteration_events) problem.reused[g] = 1;
     if (live[g].bytes > kept)
       Add(problem.set, live[g].bytes - kept, 0, until, live[g].offset + kept);

@@ -88,20 +88,16 @@ Served RunAgainstTight(bool marked) {
   return {stats, tight_stats};
 }
 
+// Left to the fallback, each new output went above the arena: 1.09x, where
+// tight holds 1.01x (RunAgainstTight's checks fail).
 TEST(PlannedUnrollTest, AnOutputBoundAgainGetsTwoPlacesThatAlternate) {
   const Served served = RunAgainstTight(/*marked=*/false);
-  ASSERT_TRUE(served.stats.steady_peak_pool_bytes.has_value());
-  // Left to the fallback, each new output went above the arena: 1.09x,
-  // where tight holds 1.01x.
-  EXPECT_LE(*served.stats.steady_peak_pool_bytes,
-            *served.stats.steady_peak_bytes_requested * 1.01);
+  EXPECT_LE(served.stats.peak_pool_bytes, served.tight.peak_pool_bytes);
 }
 
 // Marked steps: the plan is made from the first of the two marked steps
 // compared, so the output's free in the next one is seen, and the mark
-// between the two unrolled steps is passed over. Cut at the marks rather
-// than at the quietest point, the plan is placed around other blocks:
-// 1.0102x here, tight's figure.
+// between the two unrolled steps is passed over.
 TEST(PlannedUnrollTest, MarkedStepsAreUnrolledToo) {
   RunAgainstTight(/*marked=*/true);
 }
