@@ -1,8 +1,8 @@
 // The allocator fuzz target's driver for the planned policy: a loop decoded
 // from the input (allocations, and frees of earlier blocks of the same
 // iteration), run for several iterations with changes decoded from the input
-// at chosen iterations (another size, a free held back, an extra block, a bad
-// free), into a PlannedAllocator that plans inline. After every call it
+// at chosen iterations (another size, a free made late, an extra block, a
+// bad free), into a PlannedAllocator that plans inline. After every call it
 // checks that the live blocks are disjoint, as large as asked and aligned,
 // that the statistics add up, that the fallback's invariants hold and that
 // misuse is refused. Loops are what the planned policy serves, so a decoded
@@ -67,10 +67,11 @@ class PlannedDriver {
  public:
   explicit PlannedDriver(PlannedAllocator& allocator) : allocator_(allocator) {}
 
-  // One iteration of `steps`; `changed` (< steps.size()) alters that step.
+  // One iteration of `steps`; `changed` (< steps.size()) alters that step:
+  // another size, or a free made late (at the iteration's end).
   void Iteration(const std::vector<LoopStep>& steps, size_t changed,
                  ByteReader& input) {
-    std::vector<void*> blocks;
+    std::vector<void*> blocks, late;
     for (size_t i = 0; i < steps.size(); ++i) {
       LoopStep step = steps[i];
       if (i == changed) step.bytes += 1 + input.Below(1 << 16);
@@ -78,11 +79,14 @@ class PlannedDriver {
       if (step.alloc) {
         blocks.push_back(Allocate(step.bytes));
       } else if (step.block < owner.size()) {
-        Free(owner[step.block]);
+        (i == changed ? late.push_back(owner[step.block])
+                      : Free(owner[step.block]));
       }
       if (i == changed && input.Bool()) BadFree(input);
       Check();
     }
+    for (void* block : late) Free(block);
+    Check();
     previous_ = std::move(blocks);
   }
 

@@ -27,10 +27,14 @@ bool Overlap(uint64_t a, uint64_t a_bytes, uint64_t b, uint64_t b_bytes) {
 // What the placement must place and keep: the arena's blocks (in
 // plan.arena_buffers' order), then what the live blocks hold, each with its
 // offset. A block that wraps takes its previous instance's offset
-// (`reused`).
+// (`reused`): from when it is made when the plan knows that the previous
+// one is freed by then, else for the whole iteration.
 struct Problem {
   BufferSet set;
   std::vector<uint8_t> reused;  // by live block
+  // Blocks that wrap and take their place only once the previous instance
+  // is freed: other blocks may lie there in between.
+  std::vector<uint32_t> handed_over_requests;
 };
 
 // Buffer ids are their positions in the set.
@@ -57,17 +61,30 @@ Problem PlacementProblem(const LoopPlan& plan,
       problem.reused[g] = 1;
     }
   }
+  std::vector<uint8_t> handed_over(live.size(), 0);  // freed before reuse
   for (const Buffer& buffer : plan.arena_buffers) {
     const int64_t place = wrap_place[buffer.id];
-    Add(problem.set, buffer.size, buffer.lower, buffer.upper,
-        place >= 0 ? std::optional(live[place].offset) : std::nullopt);
+    if (place < 0) {
+      Add(problem.set, buffer.size, buffer.lower, buffer.upper, std::nullopt);
+      continue;
+    }
+    const PlannedRequest& request = plan.requests[buffer.id];
+    const int64_t until = LiveUntil(plan, live[place]);
+    handed_over[place] = until <= request.allocated;
+    if (handed_over[place])
+      problem.handed_over_requests.push_back(static_cast<uint32_t>(buffer.id));
+    Add(problem.set, buffer.size,
+        handed_over[place] ? request.allocated : buffer.lower, buffer.upper,
+        live[place].offset);
   }
   for (size_t g = 0; g < live.size(); ++g) {
     const int64_t until = LiveUntil(plan, live[g]);
     // The place of a block that wraps: what its new instance leaves of the
-    // old block stays taken until the old one is freed.
-    const uint64_t kept =
-        problem.reused[g] ? plan.requests[live[g].previous_request].bytes : 0;
+    // old block stays taken until the old one is freed (all of it, when the
+    // new one is made after that).
+    const uint64_t kept = problem.reused[g] && !handed_over[g]
+                              ? plan.requests[live[g].previous_request].bytes
+                              : 0;
     if (kept == 0 && until < plan.iteration_events) problem.reused[g] = 1;
     if (live[g].bytes > kept)
       Add(problem.set, live[g].bytes - kept, 0, until, live[g].offset + kept);
@@ -89,6 +106,25 @@ void FindGates(const std::vector<LiveBlock>& live, PlacementAround& result) {
     }
   }
   result.gate_begin.push_back(static_cast<uint32_t>(result.gates.size()));
+}
+
+// For each request, the slots of the blocks that wrap whose places it
+// overlaps: it lies there between an old instance's free and the new one.
+void FindGuards(const std::vector<uint32_t>& handed_over,
+                PlacementAround& result) {
+  const std::vector<PlannedRequest>& requests = result.plan.requests;
+  result.guard_begin.reserve(requests.size() + 1);
+  for (const PlannedRequest& request : requests) {
+    result.guard_begin.push_back(static_cast<uint32_t>(result.guards.size()));
+    if (!request.in_arena || request.wraps) continue;
+    for (uint32_t w : handed_over) {
+      if (Overlap(request.offset, request.bytes, requests[w].offset,
+                  requests[w].bytes)) {
+        result.guards.push_back(requests[w].slot);
+      }
+    }
+  }
+  result.guard_begin.push_back(static_cast<uint32_t>(result.guards.size()));
 }
 
 }  // namespace
@@ -126,6 +162,7 @@ absl::StatusOr<PlacementAround> PlaceAround(const LoopPlan& plan,
   AssignOffsets(offset_of_request, result.plan);
   result.plan.arena_bytes = placed->total_size;
   FindGates(live, result);
+  FindGuards(problem.handed_over_requests, result);
   return result;
 }
 

@@ -46,6 +46,12 @@ struct PlacementAround {
   // By live block: planned blocks take its place once it is freed, so its
   // memory must stay with the plan then.
   std::vector<uint8_t> reused;
+  // Request j may be served from the plan while no arena block is live at
+  // the slots guards[guard_begin[j]], ..., guards[guard_begin[j + 1] - 1]:
+  // it lies where a block that wraps waits for its previous instance's free
+  // (an instance of every iteration, freed early in the next one).
+  std::vector<uint32_t> guard_begin;
+  std::vector<uint32_t> guards;
 };
 
 struct PlaceAroundOptions {

@@ -89,7 +89,8 @@ void* PlannedServing::ServeFromPlan(const LoopEvent& request) {
   if (!planned.in_arena) return nullptr;
   if ((planned.wraps ? live_position_[planned.slot] >= 0
                      : frontier_ < planned.frees_before) ||
-      (gates_live_ != 0 && Gated(position_ - 1))) {
+      (gates_live_ != 0 && Gated(position_ - 1)) ||
+      (!guard_begin_.empty() && Guarded(position_ - 1))) {
     // A block planned to be freed by now is still live: its place may be
     // too. The fallback serves this one; its planned free counts as made.
     ++status_.late_frees;

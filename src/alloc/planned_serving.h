@@ -104,6 +104,9 @@ class PlannedServing {
   // Serving: true while a live block the plan was placed around still holds
   // part of the place of request `position`.
   bool Gated(uint32_t position) const;
+  // Serving: true while an arena block lies where request `position` is
+  // placed between a wrapping block's instances.
+  bool Guarded(uint32_t position) const;
   // A freed block the plan was placed around: its memory joins the arena.
   void ReleaseGate(void* ptr, uint32_t gate);
   // Follows `ready_` through an iteration without serving it: false when
@@ -149,6 +152,9 @@ class PlannedServing {
   // Placed in place: request j waits for the live blocks gates_[k],
   // gate_begin_[j] <= k < gate_begin_[j + 1], to be freed.
   std::vector<uint32_t> gate_begin_, gates_;
+  // And while an arena block is live at slots guards_[k], guard_begin_[j]
+  // <= k < guard_begin_[j + 1] (empty: no guards).
+  std::vector<uint32_t> guard_begin_, guards_;
   std::vector<uint8_t> gate_live_;  // by gate
   std::vector<const void*> gate_blocks_;
   uint32_t gates_live_ = 0;

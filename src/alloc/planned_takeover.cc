@@ -167,6 +167,9 @@ uint64_t PlannedServing::RecommitBytes(const MemoryDump::Region& region,
 
 void PlannedServing::ArmGates(PlacementAround& placed,
                               const std::vector<void*>& live_ptrs) {
+  guard_begin_ = std::move(placed.guard_begin);
+  guards_ = std::move(placed.guards);
+  if (guards_.empty()) guard_begin_.clear();  // nothing to look at
   gate_begin_ = std::move(placed.gate_begin);
   gates_ = std::move(placed.gates);
   gate_live_.assign(live_ptrs.size(), 0);
@@ -201,6 +204,14 @@ void PlannedServing::BeginServing(std::shared_ptr<const LoopPlan> plan,
   steady_requested_ = requested_;
 }
 
+bool PlannedServing::Guarded(uint32_t position) const {
+  for (uint32_t k = guard_begin_[position]; k < guard_begin_[position + 1];
+       ++k) {
+    if (live_position_[guards_[k]] >= 0) return true;
+  }
+  return false;
+}
+
 bool PlannedServing::Gated(uint32_t position) const {
   for (uint32_t k = gate_begin_[position]; k < gate_begin_[position + 1]; ++k)
     if (gate_live_[gates_[k]] != 0) return true;
@@ -224,6 +235,8 @@ void PlannedServing::ReleaseIdleArena() {
   for (void* chunk : arena_chunks_) fallback_.Deallocate(chunk);
   arena_chunks_.clear();
   gate_begin_.clear();
+  guard_begin_.clear();
+  guards_.clear();
   gates_.clear();
   gate_live_.clear();
   gate_blocks_.clear();

@@ -31,7 +31,8 @@ BuiltAllocator BuildInline(std::string_view policy) {
 // Weights, then steps: 30 activations, a scratch block, the step's output
 // (the previous one freed just after it: a variable bound again), and a
 // backward pass that frees the activations one by one.
-AllocatorStats TrainWithOutputBoundAgain(Allocator& allocator, bool marked) {
+AllocatorStats TrainWithOutputBoundAgain(Allocator& allocator, bool marked,
+                                         int late_step = -1) {
   std::mt19937 random(3);
   std::uniform_int_distribution<uint64_t> mib(1, 12);
   LoopDriver driver(allocator);
@@ -49,13 +50,15 @@ AllocatorStats TrainWithOutputBoundAgain(Allocator& allocator, bool marked) {
     calls.push_back({true, next_id, 3 * kMiB});
     calls.push_back({false, next_id++, 0});
     calls.push_back({true, next_id, 24 * kMiB});
-    if (step > 0) calls.push_back({false, output, 0});
+    const int previous = output;
+    if (step > 0 && step != late_step) calls.push_back({false, previous, 0});
     output = next_id++;
     for (int a = static_cast<int>(activations.size()) - 1; a >= 0; --a) {
       calls.push_back({true, next_id, 2 * kMiB});
       calls.push_back({false, first + a, 0});
       calls.push_back({false, next_id++, 0});
     }
+    if (step == late_step) calls.push_back({false, previous, 0});
     driver.Run(calls);
   }
   return *allocator.GetStats();
@@ -100,6 +103,20 @@ TEST(PlannedUnrollTest, AnOutputBoundAgainGetsTwoPlacesThatAlternate) {
 // between the two unrolled steps is passed over.
 TEST(PlannedUnrollTest, MarkedStepsAreUnrolledToo) {
   RunAgainstTight(/*marked=*/true);
+}
+
+// The old output freed at the end of a step instead of just after the new
+// one, in any served step: blocks planned where it lay wait for it (the
+// fallback serves them meanwhile), and no block lands on a live one (the
+// driver checks every allocation).
+TEST(PlannedUnrollTest, AnOldOutputFreedLateIsNeverOverlapped) {
+  for (int late_step = 5; late_step < 10; ++late_step) {
+    BuiltAllocator built = BuildInline("planned");
+    auto& planned = dynamic_cast<PlannedAllocator&>(*built.allocator);
+    TrainWithOutputBoundAgain(planned, false, late_step);
+    EXPECT_TRUE(planned.fallback().CheckInvariants().ok()) << late_step;
+    EXPECT_GE(planned.loop_status().plans_taken_over, 1) << late_step;
+  }
 }
 
 }  // namespace
