@@ -87,8 +87,10 @@ void* PlannedServing::ServeFromPlan(const LoopEvent& request) {
   }
   if (++position_ == plan.requests.size()) CountWholeIteration();
   if (!planned.in_arena) return nullptr;
-  if ((planned.wraps ? live_position_[planned.slot] >= 0
-                     : frontier_ < planned.frees_before) ||
+  // A block that wraps also waits for its previous instance, and may share
+  // its place with blocks of the iteration before it is made.
+  if (frontier_ < planned.frees_before ||
+      (planned.wraps && live_position_[planned.slot] >= 0) ||
       (gates_live_ != 0 && Gated(position_ - 1)) ||
       (!guard_begin_.empty() && Guarded(position_ - 1))) {
     // A block planned to be freed by now is still live: its place may be

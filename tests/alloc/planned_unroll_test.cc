@@ -2,6 +2,7 @@
 // (loop_unroll.h): unrolled over two steps, each instance gets a place of
 // its own in the plan.
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "alloc/loop_workloads.h"
@@ -30,9 +31,13 @@ BuiltAllocator BuildInline(std::string_view policy) {
 
 // Weights, then steps: 30 activations, a scratch block, the step's output
 // (the previous one freed just after it: a variable bound again), and a
-// backward pass that frees the activations one by one.
+// backward pass that frees the activations one by one. At `late_step`, the
+// old output is freed at the step's end instead, or (`late_activation` >= 0)
+// that activation just after the next step's output is made, or (-2) the
+// scratch block just after the output is made.
 AllocatorStats TrainWithOutputBoundAgain(Allocator& allocator, bool marked,
-                                         int late_step = -1) {
+                                         int late_step = -1,
+                                         int late_activation = -1) {
   std::mt19937 random(3);
   std::uniform_int_distribution<uint64_t> mib(1, 12);
   LoopDriver driver(allocator);
@@ -40,25 +45,34 @@ AllocatorStats TrainWithOutputBoundAgain(Allocator& allocator, bool marked,
     driver.Allocate(-1 - w, (1 + mib(random) / 2) * kMiB);
   std::vector<uint64_t> activations(30);
   for (uint64_t& bytes : activations) bytes = mib(random) * kMiB;
-  int next_id = 0, output = -1000;
+  int next_id = 0, output = -1000, held = -1;
   for (int step = 0; step < 10; ++step) {
     if (marked) dynamic_cast<PlannedAllocator&>(allocator).MarkIteration();
     std::vector<LoopCall> calls;
     const int first = next_id;
     for (uint64_t bytes : activations)
       calls.push_back({true, next_id++, bytes});
-    calls.push_back({true, next_id, 3 * kMiB});
-    calls.push_back({false, next_id++, 0});
+    const bool late_scratch = step == late_step && late_activation == -2;
+    const int scratch = next_id++;
+    calls.push_back({true, scratch, 3 * kMiB});
+    if (!late_scratch) calls.push_back({false, scratch, 0});
     calls.push_back({true, next_id, 24 * kMiB});
+    if (late_scratch) calls.push_back({false, scratch, 0});
     const int previous = output;
-    if (step > 0 && step != late_step) calls.push_back({false, previous, 0});
+    const bool late_output = step == late_step && late_activation == -1;
+    if (step > 0 && !late_output) calls.push_back({false, previous, 0});
     output = next_id++;
+    if (held >= 0) calls.push_back({false, std::exchange(held, -1), 0});
     for (int a = static_cast<int>(activations.size()) - 1; a >= 0; --a) {
       calls.push_back({true, next_id, 2 * kMiB});
-      calls.push_back({false, first + a, 0});
+      if (step == late_step && a == late_activation) {
+        held = first + a;
+      } else {
+        calls.push_back({false, first + a, 0});
+      }
       calls.push_back({false, next_id++, 0});
     }
-    if (step == late_step) calls.push_back({false, previous, 0});
+    if (late_output) calls.push_back({false, previous, 0});
     driver.Run(calls);
   }
   return *allocator.GetStats();
@@ -120,6 +134,19 @@ TEST(PlannedUnrollTest, AnOldOutputFreedLateIsNeverOverlapped) {
     TrainWithOutputBoundAgain(planned, false, late_step);
     EXPECT_TRUE(planned.fallback().CheckInvariants().ok()) << late_step;
     EXPECT_GE(planned.loop_status().plans_taken_over, 1) << late_step;
+  }
+}
+
+// The scratch block, or an activation, held past a new output's allocation:
+// the output, placed where they may lie, waits for them too.
+TEST(PlannedUnrollTest, ABlockInTheOutputsPlaceFreedLateIsNeverOverlapped) {
+  for (int late_step = 5; late_step < 9; ++late_step) {
+    for (int activation = -2; activation < 30; activation += 3) {
+      BuiltAllocator built = BuildInline("planned");
+      auto& planned = dynamic_cast<PlannedAllocator&>(*built.allocator);
+      TrainWithOutputBoundAgain(planned, false, late_step, activation);
+      EXPECT_TRUE(planned.fallback().CheckInvariants().ok());
+    }
   }
 }
 
