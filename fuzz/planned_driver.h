@@ -78,9 +78,10 @@ class PlannedDriver {
       const std::vector<void*>& owner = step.previous ? previous_ : blocks;
       if (step.alloc) {
         blocks.push_back(Allocate(step.bytes));
+      } else if (step.block < owner.size() && i == changed) {
+        late.push_back(owner[step.block]);
       } else if (step.block < owner.size()) {
-        (i == changed ? late.push_back(owner[step.block])
-                      : Free(owner[step.block]));
+        Free(owner[step.block]);
       }
       if (i == changed && input.Bool()) BadFree(input);
       Check();

@@ -124,6 +124,12 @@ struct LoopPlan {
   int64_t iteration_events = 0;
 };
 
+// Whether `position` requests into `plan` end the first of the two
+// iterations of an unrolled plan (where a marked loop's mark comes).
+inline bool HalfWayThroughUnrolled(const LoopPlan& plan, uint64_t position) {
+  return plan.iterations == 2 && 2 * position == plan.requests.size();
+}
+
 // Gives the arena blocks of `plan` the offsets `offset_of_request` (by
 // request; outliving ones ignored), numbering their distinct offsets.
 void AssignOffsets(const std::vector<uint64_t>& offset_of_request,

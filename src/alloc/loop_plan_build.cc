@@ -113,6 +113,30 @@ void OrderFrees(const LoopHistory& history, size_t begin, size_t end,
   plan.arena_frees = frees;
 }
 
+// The iteration before `shape`'s when the history holds it and it makes the
+// same requests (loops found from their period only): the history then
+// also holds all of the iteration after it, and so every block that the
+// next iteration frees.
+std::optional<LoopShape> EarlierIteration(const LoopHistory& history,
+                                          const IndexedHistory& index,
+                                          const LoopShape& shape) {
+  if (shape.marked ||
+      shape.first_sequence < history.first_sequence + shape.period) {
+    return std::nullopt;
+  }
+  const size_t earlier =
+      shape.first_sequence - history.first_sequence - shape.period;
+  if (earlier + 2 * shape.period > index.allocs.size()) return std::nullopt;
+  for (size_t j = 0; j < shape.period; ++j) {
+    if (!AllocAt(history, index, earlier + j)
+             .SameRequest(AllocAt(history, index, earlier + shape.period + j)))
+      return std::nullopt;
+  }
+  LoopShape shifted = shape;
+  shifted.first_sequence -= shape.period;
+  return shifted;
+}
+
 // Bytes the iteration allocates, by what becomes of them.
 struct ByFate {
   uint64_t in_arena = 0;
@@ -228,7 +252,8 @@ absl::StatusOr<LoopPlan> BuildPlan(const LoopHistory& history,
   const uint64_t arena_peak = PeakLiveBytes(set);
   if (may_unroll && may_look_back && !next_logged &&
       bytes.undecided * kUnrollShare >= arena_peak) {
-    if (std::optional<LoopShape> earlier = EarlierIteration(history, shape))
+    if (std::optional<LoopShape> earlier =
+            EarlierIteration(history, index, shape))
       return BuildPlan(history, *earlier, search_seconds, true, false);
   }
   if (may_unroll && bytes.overlapping * kUnrollShare >= arena_peak) {

@@ -82,28 +82,4 @@ UnrolledLoop UnrollTwice(const LoopHistory& history, const LoopShape& shape,
   return unrolled;
 }
 
-std::optional<LoopShape> EarlierIteration(const LoopHistory& history,
-                                          const LoopShape& shape) {
-  if (shape.marked || shape.period == 0 ||
-      shape.first_sequence < history.first_sequence + shape.period) {
-    return std::nullopt;
-  }
-  const uint64_t earlier = shape.first_sequence - shape.period;
-  std::vector<const LoopEvent*> requests;  // from `earlier` on, 2 periods
-  uint64_t sequence = history.first_sequence;
-  for (const LoopEvent& event : history.events) {
-    if (event.kind != LoopEventKind::kAlloc) continue;
-    if (sequence++ >= earlier) requests.push_back(&event);
-    if (requests.size() == 2 * shape.period) break;
-  }
-  if (requests.size() < 2 * shape.period) return std::nullopt;
-  for (size_t j = 0; j < shape.period; ++j) {
-    if (!requests[j]->SameRequest(*requests[j + shape.period]))
-      return std::nullopt;
-  }
-  LoopShape shifted = shape;
-  shifted.first_sequence = earlier;
-  return shifted;
-}
-
 }  // namespace tensormem::alloc_internal

@@ -15,7 +15,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "alloc/loop_plan.h"
@@ -44,13 +43,6 @@ struct UnrolledLoop {
 UnrolledLoop UnrollTwice(const LoopHistory& history, const LoopShape& shape,
                          size_t begin, size_t end,
                          const std::vector<int64_t>& freed_next);
-
-// The iteration before `shape`'s when the history holds it and it makes the
-// same requests (loops found from their period only): the history then
-// also holds all of the iteration after it, and so every block that the
-// next iteration frees.
-std::optional<LoopShape> EarlierIteration(const LoopHistory& history,
-                                          const LoopShape& shape);
 
 }  // namespace tensormem::alloc_internal
 

@@ -201,10 +201,8 @@ void PlannedServing::MarkIteration() {
     return;
   }
   if (!plan_->shape.marked) return;
-  // An unrolled plan's first iteration ends half way through it.
-  const size_t period = plan_->requests.size();
-  if (plan_->iterations == 2 && 2 * position_ == period) return;
-  if (position_ != period || !BeginIteration()) EndPlan();
+  if (HalfWayThroughUnrolled(*plan_, position_)) return;
+  if (position_ != plan_->requests.size() || !BeginIteration()) EndPlan();
 }
 
 void PlannedServing::MaybeTakeOver(const LoopEvent* request) {
@@ -221,8 +219,7 @@ void PlannedServing::MaybeTakeOver(const LoopEvent* request) {
   const bool at_boundary =
       request == nullptr
           ? shape.marked &&
-                !(ready_->iterations == 2 &&
-                  2 * shadowed_ == static_cast<int64_t>(shape.period))
+                !(shadowed_ >= 0 && HalfWayThroughUnrolled(*ready_, shadowed_))
           : !shape.marked && next_sequence_ >= shape.first_sequence &&
                 (next_sequence_ - shape.first_sequence) % shape.period == 0;
   // The last plan's arena blocks must be gone first.
