@@ -35,13 +35,7 @@ void* PlannedServing::Allocate(const LoopEvent& request) {
   std::lock_guard lock(mutex_);
   if (plan_ == nullptr) MaybeTakeOver(&request);
   void* ptr = plan_ != nullptr ? ServeFromPlan(request) : nullptr;
-  if (ptr != nullptr) {
-    const PlannedRequest& planned = plan_->requests[position_ - 1];
-    live_position_[planned.slot] = static_cast<int32_t>(position_ - 1);
-    ++arena_live_;
-    ++status_.arena_blocks;
-    Account(request.value, planned.bytes);
-  } else {
+  if (ptr == nullptr) {
     ptr = AllocateFromFallback(request);
     if (ptr == nullptr) {
       // Out of memory (or a bad request): the plan's order is broken.
@@ -99,6 +93,10 @@ void* PlannedServing::ServeFromPlan(const LoopEvent& request) {
     if (!planned.wraps) MarkFreed(planned.free_rank);
     return nullptr;
   }
+  live_position_[planned.slot] = static_cast<int32_t>(position_ - 1);
+  ++arena_live_;
+  ++status_.arena_blocks;
+  Account(request.value, planned.bytes);
   return arena_ + planned.offset;
 }
 
@@ -124,8 +122,11 @@ void PlannedServing::CountWholeIteration() {
 
 void PlannedServing::MarkFreed(uint32_t free_rank) {
   freed_[free_rank] = 1;
-  while (frontier_ < freed_.size() && freed_[frontier_] != 0) ++frontier_;
-  if (frontier_ == freed_.size()) CountWholeIteration();
+  // freed_ ends with a 0 that no free sets: the scan stops there.
+  uint32_t frontier = frontier_;
+  while (freed_[frontier] != 0) ++frontier;
+  frontier_ = frontier;
+  if (frontier == plan_->arena_frees) CountWholeIteration();
 }
 
 bool PlannedServing::FreeIfLive(void* ptr) {
@@ -147,8 +148,9 @@ absl::Status PlannedServing::Deallocate(void* ptr) {
 
 bool PlannedServing::FreeLocked(void* ptr) {
   // Placed in place, the arena's range also holds the fallback's blocks.
-  if (const int32_t position = InArena(ptr) ? ArenaPosition(ptr) : -1;
-      position >= 0) {
+  int32_t position = ExpectedFree(ptr);
+  if (position < 0 && InArena(ptr)) position = ArenaPosition(ptr);
+  if (position >= 0) {
     const PlannedRequest& planned = arena_plan_->requests[position];
     live_position_[planned.slot] = -1;
     --arena_live_;
@@ -176,17 +178,21 @@ bool PlannedServing::FreeLocked(void* ptr) {
   return true;
 }
 
-int32_t PlannedServing::ArenaPosition(const void* ptr) const {
+int32_t PlannedServing::ExpectedFree(const void* ptr) const {
   // Frees come in the planned order as a rule: the one expected next needs
-  // no lookup.
-  if (plan_ != nullptr && frontier_ < plan_->free_order.size()) {
-    const uint32_t expected = plan_->free_order[frontier_];
-    const PlannedRequest& planned = plan_->requests[expected];
-    if (arena_ + planned.offset == ptr &&
-        live_position_[planned.slot] == static_cast<int32_t>(expected)) {
-      return static_cast<int32_t>(expected);
-    }
-  }
+  // no lookup. A live arena block at its place can only be that block.
+  if (plan_ == nullptr || frontier_ >= plan_->arena_frees) return -1;
+  const uint32_t expected = plan_->free_order[frontier_];
+  const PlannedRequest& planned = plan_->requests[expected];
+  const bool live_here =
+      arena_ + planned.offset == ptr &&
+      live_position_[planned.slot] == static_cast<int32_t>(expected);
+  return live_here ? static_cast<int32_t>(expected) : -1;
+}
+
+int32_t PlannedServing::ArenaPosition(const void* ptr) const {
+  if (const int32_t expected = ExpectedFree(ptr); expected >= 0)
+    return expected;
   const auto slot = arena_plan_->slot_of_offset.find(
       static_cast<uint64_t>(static_cast<const char*>(ptr) - arena_));
   if (slot == arena_plan_->slot_of_offset.end()) return -1;

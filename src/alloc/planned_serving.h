@@ -57,9 +57,9 @@ class PlannedServing {
     uint32_t gate = kNoGate;
   };
 
-  // Serving: the arena address for `request`, or nullptr when the fallback
-  // serves it (it outlives the iteration, its place is still occupied, or
-  // it ends the plan).
+  // Serving: the arena address for `request`, counted as live and handed
+  // out, or nullptr when the fallback serves it (it outlives the iteration,
+  // its place is still occupied, or it ends the plan).
   void* ServeFromPlan(const LoopEvent& request);
   void* AllocateFromFallback(const LoopEvent& request);
   bool FreeLocked(void* ptr);
@@ -116,6 +116,9 @@ class PlannedServing {
   void ReleaseIdleArena();  // once no plan serves and nothing lives in it
   // The position of the live arena block at `ptr` in arena_plan_, or -1.
   int32_t ArenaPosition(const void* ptr) const;
+  // The same when `ptr` is the block whose free the plan expects next (no
+  // lookup), else -1.
+  int32_t ExpectedFree(const void* ptr) const;
   void Log(const LoopEvent& event);
   void Account(uint64_t requested, uint64_t bytes);
   void Unaccount(uint64_t requested, uint64_t bytes);
@@ -146,6 +149,7 @@ class PlannedServing {
   uint32_t frontier_ = 0;
   std::vector<uint8_t> freed_;  // by free rank, this iteration
   char* arena_ = nullptr;       // the base of the arena's offsets
+  char* arena_end_ = nullptr;   // arena_ + its plan's arena_bytes
   // What the arena holds of the fallback's memory: one block, or (placed in
   // place) the free chunks taken and the freed blocks it reuses.
   std::vector<void*> arena_chunks_;

@@ -189,7 +189,8 @@ void PlannedServing::BeginServing(std::shared_ptr<const LoopPlan> plan,
                                   char* arena) {
   arena_ = arena;
   live_position_.assign(plan->slot_of_offset.size(), -1);
-  freed_.assign(plan->arena_frees, 0);
+  freed_.assign(plan->arena_frees + 1, 0);  // and MarkFreed's end mark
+  arena_end_ = arena + plan->arena_bytes;
   position_ = 0;
   frontier_ = 0;
   arena_plan_ = plan;
@@ -242,13 +243,13 @@ void PlannedServing::ReleaseIdleArena() {
   gate_blocks_.clear();
   gates_live_ = 0;
   arena_ = nullptr;
+  arena_end_ = nullptr;
   arena_plan_ = nullptr;
 }
 
 bool PlannedServing::InArena(const void* ptr) const {
   const char* p = static_cast<const char*>(ptr);
-  return arena_ != nullptr && p >= arena_ &&
-         p < arena_ + arena_plan_->arena_bytes;
+  return p >= arena_ && p < arena_end_;  // both null without an arena
 }
 
 }  // namespace tensormem::alloc_internal
