@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "byte_reader.h"
@@ -188,6 +189,12 @@ inline PlannedAllocator::LoopStatus RunPlanned(ByteReader& input) {
     driver.Iteration(loop, changed, input);
   }
   driver.FreeAll();
+  // Every plan found took over, found no room, did not repeat, or waits.
+  const std::optional<AllocatorStats::LoopPlans> plans =
+      planned->GetStats()->loop_plans;
+  FUZZ_CHECK(plans && plans->found == plans->taken_over + plans->without_room +
+                                          plans->not_repeated + plans->waiting,
+             "a plan found is not accounted for");
   return planned->loop_status();
 }
 

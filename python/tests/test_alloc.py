@@ -132,5 +132,8 @@ def test_planned_policy_serves_a_marked_loop_from_its_plan():
     # Marks 1-3 compare two iterations, the fourth is followed, 4-6 served.
     assert stats["planned_iterations"] == 3
     assert stats["steady_peak_bytes_requested"] == (8 + 3 + 5 + 1 + 2) << 20
+    assert stats["loop_plans"] == {"found": 1, "taken_over": 1,
+                                   "without_room": 0, "not_repeated": 0,
+                                   "waiting": 0}
     assert stats["bytes_in_use"] == 8 << 20
     allocator.free(weights)

@@ -65,9 +65,9 @@ std::shared_ptr<const LoopPlan> LoopLearner::TakePlan() {
   return std::move(plan_);
 }
 
-int64_t LoopLearner::plans_built() const {
+LoopLearner::Plans LoopLearner::plans() const {
   std::lock_guard lock(mutex_);
-  return plans_built_;
+  return {.built = plans_built_, .ready = plan_ != nullptr};
 }
 
 void LoopLearner::Run() {

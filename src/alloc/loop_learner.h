@@ -54,8 +54,13 @@ class LoopLearner {
   // The plan found, once (nullptr when none). Until Resume nothing more is
   // planned: the plan is the caller's.
   std::shared_ptr<const LoopPlan> TakePlan();
-  // Loops found and planned; plans that failed to build.
-  int64_t plans_built() const;
+  // Loops found and planned, and whether one of them waits to be taken:
+  // read together, so that a plan being found is counted once.
+  struct Plans {
+    int64_t built = 0;
+    bool ready = false;
+  };
+  Plans plans() const;
 
  private:
   void Run();  // the background thread

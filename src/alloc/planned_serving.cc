@@ -235,6 +235,7 @@ void PlannedServing::MaybeTakeOver(const LoopEvent* request) {
     const TakeOverStep step = TakeOver(ready_);
     if (step != TakeOverStep::kWaiting) {
       if (step == TakeOverStep::kNoRoom) {
+        ++status_.plans_without_room;
         learner_.Resume(LoopLearner::Outcome::kNoRoom, shape.key,
                         next_sequence_);
       }
@@ -251,6 +252,7 @@ void PlannedServing::MaybeTakeOver(const LoopEvent* request) {
   // request that differs.
   if (at_boundary) shadowed_ = 0;
   if (request != nullptr && shadowed_ >= 0 && !Shadow(*request)) {
+    ++status_.plans_not_repeated;
     learner_.Resume(LoopLearner::Outcome::kNotALoop, shape.key, next_sequence_);
     ready_ = nullptr;
     placement_.Stop();
@@ -318,6 +320,13 @@ void PlannedServing::FillStats(AllocatorStats& stats) const {
     stats.steady_peak_pool_bytes = steady_pool_;
     stats.steady_peak_bytes_requested = steady_requested_;
   }
+  const LoopLearner::Plans found = learner_.plans();
+  stats.loop_plans = AllocatorStats::LoopPlans{
+      .found = found.built,
+      .taken_over = status_.plans_taken_over,
+      .without_room = status_.plans_without_room,
+      .not_repeated = status_.plans_not_repeated,
+      .waiting = ready_ != nullptr || found.ready ? 1 : 0};
 }
 
 void PlannedServing::ClearStats() {
@@ -352,6 +361,7 @@ std::optional<size_t> PlannedServing::AllocatedSize(const void* ptr) const {
 PlannedAllocator::LoopStatus PlannedServing::Status() const {
   std::lock_guard lock(mutex_);
   PlannedAllocator::LoopStatus status = status_;
+  status.plans_found = learner_.plans().built;
   status.serving = plan_ != nullptr;
   status.period =
       plan_ != nullptr ? plan_->shape.period / plan_->iterations : 0;

@@ -103,6 +103,17 @@ void PrintTable(const ReplayMetrics& m, const std::string& allocator,
     std::printf("%-22s %.4f\n", "steady pool / live",
                 m.steady_ratio().value_or(0.0));
   }
+  if (m.stats && m.stats->loop_plans) {
+    const AllocatorStats::LoopPlans& plans = *m.stats->loop_plans;
+    std::printf(
+        "%-22s %lld found: %lld took over, %lld without room, %lld not "
+        "repeated, %lld waiting\n",
+        "loop plans", static_cast<long long>(plans.found),
+        static_cast<long long>(plans.taken_over),
+        static_cast<long long>(plans.without_room),
+        static_cast<long long>(plans.not_repeated),
+        static_cast<long long>(plans.waiting));
+  }
   std::printf("%-22s %.6f\n", "seconds", m.seconds);
   std::printf("%-22s %.1f\n", "ns per op", m.ns_per_op);
   if (min_limit) {

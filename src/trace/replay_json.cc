@@ -19,6 +19,13 @@ nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats) {
     json["steady_peak_bytes_requested"] =
         stats.steady_peak_bytes_requested.value_or(0);
   }
+  if (stats.loop_plans) {
+    json["loop_plans"] = {{"found", stats.loop_plans->found},
+                          {"taken_over", stats.loop_plans->taken_over},
+                          {"without_room", stats.loop_plans->without_room},
+                          {"not_repeated", stats.loop_plans->not_repeated},
+                          {"waiting", stats.loop_plans->waiting}};
+  }
   // The same state as PyTorch's torch.cuda.memory_stats() names it.
   json["pytorch"] = {{"allocated_bytes", stats.bytes_in_use},
                      {"allocated_bytes_peak", stats.peak_bytes_in_use},

@@ -5,6 +5,7 @@
 // reserved bytes, the same segments, every event as recorded.
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,7 @@ TEST(GpuSnapshotsTest, PlannedNeverReservesMoreThanTightOnRealTrainingLoops) {
     absl::StatusOr<PreparedTrace> trace = PreparedTrace::Prepare(read->trace);
     ASSERT_TRUE(trace.ok()) << trace.status();
     uint64_t peaks[2] = {0, 0};
+    std::optional<AllocatorStats::LoopPlans> plans;
     const char* configs[2] = {"", "planning:inline"};
     for (int i = 0; i < 2; ++i) {
       AllocatorSpec spec;
@@ -104,8 +106,15 @@ TEST(GpuSnapshotsTest, PlannedNeverReservesMoreThanTightOnRealTrainingLoops) {
       ASSERT_TRUE(replayed.ok()) << replayed.status();
       EXPECT_EQ(replayed->metrics.failed_allocs, 0);
       peaks[i] = replayed->metrics.peak_pool_bytes;
+      if (i == 1) plans = replayed->metrics.stats->loop_plans;
     }
     EXPECT_LE(peaks[1], peaks[0] + 2 * kMiB) << "planned over tight";
+    // Each loop is found, and the replay says why no plan serves: taking
+    // over would raise the pool above tight's peak (docs/planned.md).
+    ASSERT_TRUE(plans.has_value());
+    EXPECT_EQ(plans->found, 1);
+    EXPECT_EQ(plans->taken_over, 0);
+    EXPECT_EQ(plans->without_room, 1);
   }
   EXPECT_GE(loops, 2);  // ResNet-50 and GPT-2, run 5
 }

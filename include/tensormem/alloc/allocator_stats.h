@@ -32,6 +32,15 @@ struct AllocatorStats {
   int64_t planned_iterations = 0;
   std::optional<uint64_t> steady_peak_pool_bytes;
   std::optional<uint64_t> steady_peak_bytes_requested;
+  // What became of the plans such an allocator found: why none serves.
+  struct LoopPlans {
+    int64_t found = 0;         // loops found and planned
+    int64_t taken_over = 0;    // began serving
+    int64_t without_room = 0;  // could not take over within the pool's peak
+    int64_t not_repeated = 0;  // the iteration followed differed from the plan
+    int64_t waiting = 0;       // found, not yet taken over (0 or 1)
+  };
+  std::optional<LoopPlans> loop_plans;  // unset: an allocator that never learns
 
   // Adds another pool's counts and sizes (peaks: the sum of the peaks, an
   // upper bound; largest sizes: the larger); bytes_limit is the caller's.

@@ -79,10 +79,16 @@ class PlannedAllocator final : public Allocator {
   std::optional<size_t> AllocatedSize(const void* ptr) const override;
 
   struct LoopStatus {
+    int64_t plans_found = 0;       // loops found and planned
     int64_t plans_taken_over = 0;  // times a plan began serving
     // Of those, the plans placed around the fallback's blocks in its own
     // region (the others: in an arena block of their own).
     int64_t plans_placed_in_pool = 0;
+    // Plans that never served: no room to take over without raising the
+    // pool's high-water mark by more than the growth allowance, or the
+    // iteration followed before taking over made other requests.
+    int64_t plans_without_room = 0;
+    int64_t plans_not_repeated = 0;
     int64_t planned_iterations = 0;  // whole iterations served from a plan
     int64_t mismatches = 0;          // plans ended by a different request
     int64_t late_frees = 0;    // arena blocks served by the fallback instead

@@ -1,0 +1,54 @@
+// `tensormem replay` under the planned policy: the steady state from the
+// take-over, and what became of the plans found, in text and in JSON.
+#include <string>
+
+#include "cli/cli_runner.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace tensormem::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kLoop[] =
+    "replay data/models/loops/transformer.train_b8_s10.trace.gz "
+    "--policy planned --config planning:inline";
+
+TEST(ReplayPlannedTest, SaysWhatBecameOfThePlans) {
+  const CommandOutput text = RunTensormem(kLoop);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("steady pool / live"));
+  EXPECT_THAT(text.out,
+              HasSubstr("loop plans             1 found: 1 took over, 0 "
+                        "without room, 0 not repeated, 0 waiting"));
+
+  const CommandOutput run = RunTensormem(std::string(kLoop) + " --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json json = nlohmann::json::parse(run.out);
+  const nlohmann::json& plans = json["stats"]["loop_plans"];
+  EXPECT_EQ(plans["found"], 1);
+  EXPECT_EQ(plans["taken_over"], 1);
+  EXPECT_EQ(plans["without_room"], 0);
+  EXPECT_EQ(plans["not_repeated"], 0);
+  EXPECT_EQ(plans["waiting"], 0);
+  EXPECT_GE(json["planned_iterations"].get<int>(), 1);
+  EXPECT_GE(json["steady_ratio"].get<double>(), 1.0);
+}
+
+TEST(ReplayPlannedTest, OtherPoliciesPrintNoLoopPlans) {
+  const CommandOutput text = RunTensormem(
+      "replay data/models/loops/transformer.train_b8_s10.trace.gz "
+      "--policy tight");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, ::testing::Not(HasSubstr("loop plans")));
+  const CommandOutput run = RunTensormem(
+      "replay data/models/loops/transformer.train_b8_s10.trace.gz "
+      "--policy tight --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_FALSE(nlohmann::json::parse(run.out)["stats"].contains("loop_plans"));
+}
+
+}  // namespace
+}  // namespace tensormem::testing
