@@ -25,12 +25,18 @@ std::string OutOfMemoryCell(const WhatIfRow& row) {
 }
 
 // Allocators that learn loops (planned): reserved from the iteration their
-// plan began to serve, and over live bytes then.
+// plan began to serve, and over live bytes then; or why no plan serves.
 std::string SteadyCell(const WhatIfRow& row) {
-  const std::optional<double> ratio = row.metrics.steady_ratio();
-  if (!ratio) return "-";
-  return absl::StrFormat("%s (%.4f)",
-                         HumanBytes(*row.metrics.steady_pool_bytes), *ratio);
+  if (const std::optional<double> ratio = row.metrics.steady_ratio()) {
+    return absl::StrFormat("%s (%.4f)",
+                           HumanBytes(*row.metrics.steady_pool_bytes), *ratio);
+  }
+  if (!row.metrics.stats || !row.metrics.stats->loop_plans) return "-";
+  const AllocatorStats::LoopPlans& plans = *row.metrics.stats->loop_plans;
+  if (plans.without_room > 0) return "no plan: no room";
+  if (plans.waiting > 0) return "no plan yet";
+  if (plans.taken_over == 0) return "no loop";
+  return "-";  // a plan took over and broke within its first iteration
 }
 
 std::vector<std::string> RecordedRow(const WhatIfResult& result) {
