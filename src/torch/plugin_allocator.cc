@@ -7,6 +7,7 @@
 #include "tensormem/alloc/memory_dump.h"
 #include "tensormem/core/checked_math.h"
 #include "tensormem/core/units.h"
+#include "tensormem/trace/replay.h"
 
 namespace tensormem {
 
@@ -97,6 +98,12 @@ nlohmann::json PluginAllocator::StatsJson() const {
     json["pool_bytes"] = stats->pool_bytes;
     json["peak_pool_bytes"] = stats->peak_pool_bytes;
     json["largest_free_block_bytes"] = stats->largest_free_block_bytes;
+    // Under the planned policy, the same loop figures as everywhere else.
+    const nlohmann::json named = AllocatorStatsToJson(*stats);
+    for (const char* key : {"planned_iterations", "steady_peak_pool_bytes",
+                            "steady_peak_bytes_requested", "loop_plans"}) {
+      if (named.contains(key)) json[key] = named[key];
+    }
   }
   json["live_bytes"] = live_bytes_.load(std::memory_order_relaxed);
   json["peak_live_bytes"] = peak_live_bytes_.load(std::memory_order_relaxed);

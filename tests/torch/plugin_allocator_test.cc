@@ -148,6 +148,39 @@ TEST(PluginAllocatorTest, ServesAlignedBlocksAndCountsLiveBytes) {
   EXPECT_EQ((*allocator)->StatsJson()["live_bytes"], 0);
 }
 
+TEST(PluginAllocatorTest, PlannedReportsItsLoop) {
+  PluginOptions options;
+  options.allocator.memory_limit = 256 * kMiB;
+  options.allocator.policy = "planned";
+  options.allocator.config = "planning:inline";
+  absl::StatusOr<std::unique_ptr<PluginAllocator>> allocator =
+      PluginAllocator::Create(options);
+  ASSERT_TRUE(allocator.ok()) << allocator.status();
+  void* weights = (*allocator)->Allocate(8 * kMiB);
+  for (int step = 0; step < 6; ++step) {
+    (*allocator)->MarkIteration();
+    void* activation = (*allocator)->Allocate(3 * kMiB);
+    void* scratch = (*allocator)->Allocate(kMiB);
+    (*allocator)->Free(scratch);
+    (*allocator)->Free(activation);
+  }
+  (*allocator)->MarkIteration();
+  const nlohmann::json stats = (*allocator)->StatsJson();
+  // Marks 1-3 compare two iterations, the fourth is followed, 4-6 served.
+  EXPECT_EQ(stats["planned_iterations"], 3);
+  EXPECT_EQ(stats["loop_plans"]["found"], 1);
+  EXPECT_EQ(stats["loop_plans"]["taken_over"], 1);
+  EXPECT_TRUE(stats.contains("steady_peak_pool_bytes"));
+  (*allocator)->Free(weights);
+
+  options.allocator.policy = "tight";
+  options.allocator.config = "";
+  absl::StatusOr<std::unique_ptr<PluginAllocator>> tight =
+      PluginAllocator::Create(options);
+  ASSERT_TRUE(tight.ok()) << tight.status();
+  EXPECT_FALSE((*tight)->StatsJson().contains("loop_plans"));
+}
+
 TEST(PluginAllocatorTest, OutOfMemoryExplainsItself) {
   PluginOptions options;
   options.allocator.memory_limit = 4 * kMiB;
