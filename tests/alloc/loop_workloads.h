@@ -8,12 +8,36 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "tensormem/alloc/allocator.h"
+#include "tensormem/alloc/allocator_spec.h"
+#include "tensormem/alloc/planned_allocator.h"
 
 namespace tensormem::testing {
+
+// An allocator of `policy` (with `config`) from the specification, 16 GiB.
+inline BuiltAllocator BuildForLoops(std::string_view policy,
+                                    std::string_view config = "") {
+  AllocatorSpec spec;
+  EXPECT_TRUE(SetAllocatorOption(spec, "policy", policy).ok());
+  EXPECT_TRUE(SetAllocatorOption(spec, "memory_limit", "16G").ok());
+  if (!config.empty()) {
+    EXPECT_TRUE(SetAllocatorOption(spec, "config", config).ok());
+  }
+  absl::StatusOr<BuiltAllocator> built = CreateAllocator(spec);
+  EXPECT_TRUE(built.ok()) << built.status();
+  return *std::move(built);
+}
+
+inline PlannedAllocator& AsPlanned(BuiltAllocator& built) {
+  auto* planned = dynamic_cast<PlannedAllocator*>(built.allocator.get());
+  EXPECT_NE(planned, nullptr);
+  return *planned;
+}
 
 // One call: allocate `bytes` as block `id`, or free block `id`.
 struct LoopCall {

@@ -19,27 +19,11 @@
 namespace tensormem {
 namespace {
 
+using testing::AsPlanned;
+using testing::BuildForLoops;
 using testing::LoopCall;
 using testing::LoopDriver;
 using testing::TrainingStep;
-
-BuiltAllocator Build(std::string_view policy, std::string_view config = "") {
-  AllocatorSpec spec;
-  EXPECT_TRUE(SetAllocatorOption(spec, "policy", policy).ok());
-  EXPECT_TRUE(SetAllocatorOption(spec, "memory_limit", "16G").ok());
-  if (!config.empty()) {
-    EXPECT_TRUE(SetAllocatorOption(spec, "config", config).ok());
-  }
-  absl::StatusOr<BuiltAllocator> built = CreateAllocator(spec);
-  EXPECT_TRUE(built.ok()) << built.status();
-  return *std::move(built);
-}
-
-PlannedAllocator& Planned(BuiltAllocator& built) {
-  auto* planned = dynamic_cast<PlannedAllocator*>(built.allocator.get());
-  EXPECT_NE(planned, nullptr);
-  return *planned;
-}
 
 // Weights that live throughout, then `steps` training steps; the first step
 // also makes optimizer state (so it differs from the others).
@@ -54,8 +38,8 @@ void Train(Allocator& allocator, LoopDriver& driver, int steps,
 }
 
 TEST(PlannedAllocatorTest, LearnsATrainingLoopAndServesItFromThePlan) {
-  BuiltAllocator built = Build("planned", "planning:inline");
-  PlannedAllocator& planned = Planned(built);
+  BuiltAllocator built = BuildForLoops("planned", "planning:inline");
+  PlannedAllocator& planned = AsPlanned(built);
   LoopDriver driver(planned);
   Train(planned, driver, 8);
   const PlannedAllocator::LoopStatus status = planned.loop_status();
@@ -78,8 +62,8 @@ TEST(PlannedAllocatorTest, LearnsATrainingLoopAndServesItFromThePlan) {
 }
 
 TEST(PlannedAllocatorTest, SteadyStateHoldsNoMoreThanTight) {
-  BuiltAllocator planned = Build("planned", "planning:inline");
-  BuiltAllocator tight = Build("tight");
+  BuiltAllocator planned = BuildForLoops("planned", "planning:inline");
+  BuiltAllocator tight = BuildForLoops("tight");
   {
     LoopDriver planned_driver(*planned.allocator);
     LoopDriver tight_driver(*tight.allocator);
@@ -117,8 +101,8 @@ TEST(PlannedAllocatorTest, AnOutputKeptIntoTheNextStepNeverCostsMoreThanTight) {
     }
     return *allocator.GetStats();
   };
-  BuiltAllocator planned = Build("planned", "planning:inline");
-  BuiltAllocator tight = Build("tight");
+  BuiltAllocator planned = BuildForLoops("planned", "planning:inline");
+  BuiltAllocator tight = BuildForLoops("tight");
   const AllocatorStats planned_stats = run(*planned.allocator);
   const AllocatorStats tight_stats = run(*tight.allocator);
   EXPECT_LE(planned_stats.peak_pool_bytes,
@@ -127,12 +111,12 @@ TEST(PlannedAllocatorTest, AnOutputKeptIntoTheNextStepNeverCostsMoreThanTight) {
     EXPECT_LE(*planned_stats.steady_peak_pool_bytes,
               tight_stats.peak_pool_bytes + 2 * kMiB);
   }
-  EXPECT_TRUE(Planned(planned).fallback().CheckInvariants().ok());
+  EXPECT_TRUE(AsPlanned(planned).fallback().CheckInvariants().ok());
 }
 
 TEST(PlannedAllocatorTest, MarkedIterationsAreTheLoop) {
-  BuiltAllocator built = Build("planned", "planning:inline");
-  PlannedAllocator& planned = Planned(built);
+  BuiltAllocator built = BuildForLoops("planned", "planning:inline");
+  PlannedAllocator& planned = AsPlanned(built);
   LoopDriver driver(planned);
   driver.Allocate(-1, 64 * kMiB);
   for (int step = 0; step < 6; ++step) {
@@ -156,8 +140,8 @@ TEST(PlannedAllocatorTest, AnyDifferentRequestEndsThePlanSafely) {
   const std::vector<LoopCall> step = TrainingStep(4, 5, 4 * kMiB, 0);
   for (size_t changed = 0; changed < step.size(); ++changed) {
     if (!step[changed].alloc) continue;
-    BuiltAllocator built = Build("planned", "planning:inline");
-    PlannedAllocator& planned = Planned(built);
+    BuiltAllocator built = BuildForLoops("planned", "planning:inline");
+    PlannedAllocator& planned = AsPlanned(built);
     LoopDriver driver(planned);
     for (int i = 0; i < 6; ++i) driver.Run(step);
     ASSERT_TRUE(planned.loop_status().serving) << "position " << changed;
@@ -174,8 +158,8 @@ TEST(PlannedAllocatorTest, AnyDifferentRequestEndsThePlanSafely) {
 }
 
 TEST(PlannedAllocatorTest, ANewLoopIsLearntAfterTheOldOneEnds) {
-  BuiltAllocator built = Build("planned", "planning:inline");
-  PlannedAllocator& planned = Planned(built);
+  BuiltAllocator built = BuildForLoops("planned", "planning:inline");
+  PlannedAllocator& planned = AsPlanned(built);
   LoopDriver driver(planned);
   for (int i = 0; i < 6; ++i) driver.Run(TrainingStep(6, 1, 8 * kMiB, 0));
   const uint64_t first_arena = planned.loop_status().arena_bytes;
@@ -191,8 +175,8 @@ TEST(PlannedAllocatorTest, ANewLoopIsLearntAfterTheOldOneEnds) {
 // A new loop's plan waits until the last plan's arena blocks are freed,
 // following iteration after iteration, then serves.
 TEST(PlannedAllocatorTest, ANewPlanWaitsForTheOldArenaToEmpty) {
-  BuiltAllocator built = Build("planned", "planning:inline");
-  PlannedAllocator& planned = Planned(built);
+  BuiltAllocator built = BuildForLoops("planned", "planning:inline");
+  PlannedAllocator& planned = AsPlanned(built);
   LoopDriver driver(planned);
   const std::vector<LoopCall> first = TrainingStep(4, 1, 4 * kMiB, 0);
   for (int i = 0; i < 6; ++i) driver.Run(first);
@@ -213,8 +197,8 @@ TEST(PlannedAllocatorTest, ANewPlanWaitsForTheOldArenaToEmpty) {
 }
 
 TEST(PlannedAllocatorTest, FreesOutOfOrderAreServedByTheFallback) {
-  BuiltAllocator built = Build("planned", "planning:inline");
-  PlannedAllocator& planned = Planned(built);
+  BuiltAllocator built = BuildForLoops("planned", "planning:inline");
+  PlannedAllocator& planned = AsPlanned(built);
   LoopDriver driver(planned);
   const std::vector<LoopCall> step = TrainingStep(6, 9, 8 * kMiB, 0);
   for (int i = 0; i < 6; ++i) driver.Run(step);
@@ -235,8 +219,8 @@ TEST(PlannedAllocatorTest, FreesOutOfOrderAreServedByTheFallback) {
 }
 
 TEST(PlannedAllocatorTest, WithoutALoopItHoldsWhatTightHolds) {
-  BuiltAllocator planned = Build("planned", "planning:inline");
-  BuiltAllocator tight = Build("tight");
+  BuiltAllocator planned = BuildForLoops("planned", "planning:inline");
+  BuiltAllocator tight = BuildForLoops("tight");
   for (BuiltAllocator* built : {&planned, &tight}) {
     std::mt19937 random(42);
     LoopDriver driver(*built->allocator);
@@ -255,13 +239,13 @@ TEST(PlannedAllocatorTest, WithoutALoopItHoldsWhatTightHolds) {
   }
   const AllocatorStats planned_stats = *planned.allocator->GetStats();
   const AllocatorStats tight_stats = *tight.allocator->GetStats();
-  EXPECT_EQ(Planned(planned).loop_status().plans_taken_over, 0);
+  EXPECT_EQ(AsPlanned(planned).loop_status().plans_taken_over, 0);
   EXPECT_EQ(planned_stats.peak_pool_bytes, tight_stats.peak_pool_bytes);
 }
 
 TEST(PlannedAllocatorTest, MisuseIsReportedAndChangesNothing) {
-  BuiltAllocator built = Build("planned", "planning:inline");
-  PlannedAllocator& planned = Planned(built);
+  BuiltAllocator built = BuildForLoops("planned", "planning:inline");
+  PlannedAllocator& planned = AsPlanned(built);
   const std::vector<LoopCall> step = TrainingStep(3, 2, kMiB, 0);
   LoopDriver driver(planned);
   for (int i = 0; i < 6; ++i) driver.Run(step);
@@ -280,8 +264,8 @@ TEST(PlannedAllocatorTest, MisuseIsReportedAndChangesNothing) {
 }
 
 TEST(PlannedAllocatorTest, ThreadsShareItSafely) {
-  BuiltAllocator built = Build("planned");
-  PlannedAllocator& planned = Planned(built);
+  BuiltAllocator built = BuildForLoops("planned");
+  PlannedAllocator& planned = AsPlanned(built);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&planned, t] {
@@ -308,8 +292,8 @@ TEST(PlannedAllocatorTest, ThreadsShareItSafely) {
 // One thread runs a loop that the plan serves; another frees its blocks
 // (a producer and a consumer), a third allocates and frees on its own.
 TEST(PlannedAllocatorTest, BlocksOfAServedLoopMayBeFreedByAnotherThread) {
-  BuiltAllocator built = Build("planned", "planning:inline");
-  PlannedAllocator& planned = Planned(built);
+  BuiltAllocator built = BuildForLoops("planned", "planning:inline");
+  PlannedAllocator& planned = AsPlanned(built);
   const std::vector<LoopCall> step = TrainingStep(4, 8, kMiB, 0);
   {
     LoopDriver warm(planned);
@@ -361,8 +345,8 @@ TEST(PlannedAllocatorTest, BlocksOfAServedLoopMayBeFreedByAnotherThread) {
 }
 
 TEST(PlannedAllocatorTest, BackgroundPlanningTakesOverWithoutBlocking) {
-  BuiltAllocator built = Build("planned");
-  PlannedAllocator& planned = Planned(built);
+  BuiltAllocator built = BuildForLoops("planned");
+  PlannedAllocator& planned = AsPlanned(built);
   LoopDriver driver(planned);
   const std::vector<LoopCall> step = TrainingStep(8, 4, 2 * kMiB, 0);
   // The planner runs on its own thread and a plan is taken at an iteration's

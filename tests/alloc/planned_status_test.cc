@@ -2,39 +2,19 @@
 // found no room, did not repeat, or is still waiting, and the statistics say
 // the same as the loop status (a plan without room: gpu_snapshot_test.cc, on
 // real training loops).
-#include <string_view>
-#include <vector>
 
 #include "alloc/loop_workloads.h"
 #include "gtest/gtest.h"
-#include "tensormem/alloc/allocator_spec.h"
 #include "tensormem/alloc/planned_allocator.h"
 #include "tensormem/core/units.h"
 
 namespace tensormem {
 namespace {
 
+using testing::AsPlanned;
+using testing::BuildForLoops;
 using testing::LoopDriver;
 using testing::TrainingStep;
-
-BuiltAllocator MakeAllocator(
-    std::string_view policy,
-    std::vector<std::pair<std::string, std::string>> options = {}) {
-  AllocatorSpec spec;
-  EXPECT_TRUE(SetAllocatorOption(spec, "policy", policy).ok());
-  EXPECT_TRUE(SetAllocatorOption(spec, "memory_limit", "16G").ok());
-  for (const auto& [key, value] : options)
-    EXPECT_TRUE(SetAllocatorOption(spec, key, value).ok()) << key;
-  absl::StatusOr<BuiltAllocator> built = CreateAllocator(spec);
-  EXPECT_TRUE(built.ok()) << built.status();
-  return *std::move(built);
-}
-
-PlannedAllocator& AsPlanned(BuiltAllocator& built) {
-  auto* planned = dynamic_cast<PlannedAllocator*>(built.allocator.get());
-  EXPECT_NE(planned, nullptr);
-  return *planned;
-}
 
 // The loop status and the statistics agree, and every plan found is in
 // exactly one of the four outcomes.
@@ -54,8 +34,7 @@ AllocatorStats::LoopPlans Accounted(PlannedAllocator& planned) {
 }
 
 TEST(PlannedStatusTest, AServedLoopTookOver) {
-  BuiltAllocator built =
-      MakeAllocator("planned", {{"config", "planning:inline"}});
+  BuiltAllocator built = BuildForLoops("planned", "planning:inline");
   PlannedAllocator& planned = AsPlanned(built);
   LoopDriver driver(planned);
   for (int w = 0; w < 4; ++w) driver.Allocate(-1 - w, 24 * kMiB);
@@ -68,8 +47,7 @@ TEST(PlannedStatusTest, AServedLoopTookOver) {
 }
 
 TEST(PlannedStatusTest, APlanIsWaitingUntilItHasFollowedAnIteration) {
-  BuiltAllocator built =
-      MakeAllocator("planned", {{"config", "planning:inline"}});
+  BuiltAllocator built = BuildForLoops("planned", "planning:inline");
   PlannedAllocator& planned = AsPlanned(built);
   LoopDriver driver(planned);
   // Marks 1-3 bound the two iterations compared: the plan is found at mark 3
@@ -91,7 +69,7 @@ TEST(PlannedStatusTest, APlanIsWaitingUntilItHasFollowedAnIteration) {
 }
 
 TEST(PlannedStatusTest, OtherPoliciesHaveNoLoopPlans) {
-  BuiltAllocator built = MakeAllocator("tight");
+  BuiltAllocator built = BuildForLoops("tight");
   EXPECT_FALSE(built.allocator->GetStats()->loop_plans.has_value());
 }
 

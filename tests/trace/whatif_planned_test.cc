@@ -27,12 +27,17 @@ std::string SteadyColumnOf(const Trace& trace) {
   return result.ok() ? RenderWhatIfText(*result) : "";
 }
 
+// The steady column for a trace of the loop corpus (data/models/loops).
+std::string SteadyColumnOfLoop(const std::string& name) {
+  absl::StatusOr<Trace> trace = ReadTrace(std::string(TENSORMEM_SOURCE_DIR) +
+                                          "/data/models/loops/" + name);
+  EXPECT_TRUE(trace.ok()) << trace.status();
+  return trace.ok() ? SteadyColumnOf(*trace) : "";
+}
+
 TEST(WhatIfPlannedTest, AServedLoopShowsItsSteadyState) {
-  absl::StatusOr<Trace> trace =
-      ReadTrace(std::string(TENSORMEM_SOURCE_DIR) +
-                "/data/models/loops/transformer.train_b8_s10.trace.gz");
-  ASSERT_TRUE(trace.ok()) << trace.status();
-  EXPECT_THAT(SteadyColumnOf(*trace), HasSubstr("(1.0100)"));
+  EXPECT_THAT(SteadyColumnOfLoop("transformer.train_b8_s10.trace.gz"),
+              HasSubstr("(1.0100)"));
 }
 
 TEST(WhatIfPlannedTest, APlanWithoutRoomIsNamed) {
@@ -46,11 +51,8 @@ TEST(WhatIfPlannedTest, APlanWithoutRoomIsNamed) {
 }
 
 TEST(WhatIfPlannedTest, AWorkloadWithoutALoopSaysSo) {
-  absl::StatusOr<Trace> trace =
-      ReadTrace(std::string(TENSORMEM_SOURCE_DIR) +
-                "/data/models/loops/transformer_varlen.train_b8_s10.trace.gz");
-  ASSERT_TRUE(trace.ok()) << trace.status();
-  EXPECT_THAT(SteadyColumnOf(*trace), HasSubstr("no loop"));
+  EXPECT_THAT(SteadyColumnOfLoop("transformer_varlen.train_b8_s10.trace.gz"),
+              HasSubstr("no loop"));
 }
 
 }  // namespace
