@@ -21,8 +21,10 @@ struct Cell {
   double ns_per_op = 0;        // one pass from an empty allocator
   double warm_ns_per_op = 0;   // later passes into one allocator
   int64_t failed_allocs = 0;   // with growth, at the default limit
-  // Steady pool / steady live, when a plan served at the end (planned).
+  // Steady pool / steady live, when a plan served at the end (planned), or
+  // why none did.
   std::optional<double> steady_ratio;
+  std::string no_steady_state;
 };
 
 // The memory figures of one policy on one trace (speeds: MeasureSpeeds).
@@ -38,6 +40,7 @@ Cell MeasureMemory(const PreparedTrace& trace, const AllocatorSpec& spec,
   cell.pool_ratio = metrics.fragmentation;
   cell.failed_allocs = metrics.failed_allocs;
   cell.steady_ratio = metrics.steady_ratio();
+  cell.no_steady_state = metrics.NoSteadyStateReason();
   absl::StatusOr<MinimumLimit> limit = MinimumLimitFor(trace, spec);
   if (!limit.ok())
     Fail(kCommand, 1, path + ": " + std::string(limit.status().message()));
@@ -107,6 +110,8 @@ void RunPolicyBench(const std::vector<std::string>& trace_paths,
         row["policies"][choice.label]["steady_pool_over_live"] =
             *cell.steady_ratio;
       }
+      if (!cell.no_steady_state.empty())
+        row["policies"][choice.label]["no_steady_state"] = cell.no_steady_state;
       absl::StrAppend(&table,
                       absl::StrFormat(" %.3f, %.3f, %.0f / %.0f",
                                       cell.min_limit_ratio, cell.pool_ratio,
@@ -114,6 +119,8 @@ void RunPolicyBench(const std::vector<std::string>& trace_paths,
       if (cell.steady_ratio)
         absl::StrAppend(&table,
                         absl::StrFormat(" (steady %.3f)", *cell.steady_ratio));
+      if (!cell.no_steady_state.empty())
+        absl::StrAppend(&table, " (", cell.no_steady_state, ")");
       table += " |";
       if (winner.empty() || cell.min_limit_ratio < best) {
         winner = choice.label;

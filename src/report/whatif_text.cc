@@ -31,12 +31,8 @@ std::string SteadyCell(const WhatIfRow& row) {
     return absl::StrFormat("%s (%.4f)",
                            HumanBytes(*row.metrics.steady_pool_bytes), *ratio);
   }
-  if (!row.metrics.stats || !row.metrics.stats->loop_plans) return "-";
-  const AllocatorStats::LoopPlans& plans = *row.metrics.stats->loop_plans;
-  if (plans.without_room > 0) return "no plan: no room";
-  if (plans.waiting > 0) return "no plan yet";
-  if (plans.taken_over == 0) return "no loop";
-  return "-";  // a plan took over and broke within its first iteration
+  const std::string why = row.metrics.NoSteadyStateReason();
+  return why.empty() ? "-" : why;
 }
 
 std::vector<std::string> RecordedRow(const WhatIfResult& result) {

@@ -40,6 +40,15 @@ nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats) {
   return json;
 }
 
+std::string ReplayMetrics::NoSteadyStateReason() const {
+  if (steady_ratio() || !stats || !stats->loop_plans) return "";
+  const AllocatorStats::LoopPlans& plans = *stats->loop_plans;
+  if (plans.without_room > 0) return "no plan: no room";
+  if (plans.waiting > 0) return "no plan yet";
+  if (plans.taken_over == 0) return "no loop found";
+  return "";
+}
+
 nlohmann::json ReplayMetricsToJson(const ReplayMetrics& metrics) {
   nlohmann::json json = {
       {"allocator", metrics.allocator},

@@ -339,6 +339,9 @@ TEST(BenchCliTest, PolicyTableComparesEveryPolicy) {
                    2048 / 2000.0);
   EXPECT_DOUBLE_EQ(policies["pytorch"]["min_limit_over_live"].get<double>(),
                    (2 << 20) / 2000.0);
+  // No loop in that trace: planned says so, the others learn none.
+  EXPECT_EQ(policies["planned"]["no_steady_state"], "no loop found");
+  EXPECT_FALSE(policies["tight"].contains("no_steady_state"));
 
   const CommandOutput unknown = RunTensormem(
       std::string("bench --corpus ") + kData + "corpus --policies tf,nope");

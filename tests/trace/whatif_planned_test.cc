@@ -52,7 +52,7 @@ TEST(WhatIfPlannedTest, APlanWithoutRoomIsNamed) {
 
 TEST(WhatIfPlannedTest, AWorkloadWithoutALoopSaysSo) {
   EXPECT_THAT(SteadyColumnOfLoop("transformer_varlen.train_b8_s10.trace.gz"),
-              HasSubstr("no loop"));
+              HasSubstr("no loop found"));
 }
 
 }  // namespace

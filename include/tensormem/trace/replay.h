@@ -132,6 +132,10 @@ struct ReplayMetrics {
       return std::nullopt;
     return static_cast<double>(*steady_pool_bytes) / *steady_live_bytes;
   }
+  // Without a steady state, why no plan served (from stats->loop_plans):
+  // "no plan: no room", "no plan yet" or "no loop"; "" when a plan served,
+  // or broke in its first iteration, or the allocator learns no loops.
+  std::string NoSteadyStateReason() const;
 };
 
 struct TimelineSample {
