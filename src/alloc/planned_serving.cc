@@ -148,8 +148,9 @@ absl::Status PlannedServing::Deallocate(void* ptr) {
 
 bool PlannedServing::FreeLocked(void* ptr) {
   // Placed in place, the arena's range also holds the fallback's blocks.
+  // The free expected next is found inline (most frees); others look up.
   int32_t position = ExpectedFree(ptr);
-  if (position < 0 && InArena(ptr)) position = ArenaPosition(ptr);
+  if (position < 0) position = ArenaPosition(ptr);
   if (position >= 0) {
     const PlannedRequest& planned = arena_plan_->requests[position];
     live_position_[planned.slot] = -1;
@@ -193,6 +194,7 @@ int32_t PlannedServing::ExpectedFree(const void* ptr) const {
 int32_t PlannedServing::ArenaPosition(const void* ptr) const {
   if (const int32_t expected = ExpectedFree(ptr); expected >= 0)
     return expected;
+  if (!InArena(ptr)) return -1;
   const auto slot = arena_plan_->slot_of_offset.find(
       static_cast<uint64_t>(static_cast<const char*>(ptr) - arena_));
   if (slot == arena_plan_->slot_of_offset.end()) return -1;
@@ -338,8 +340,7 @@ void PlannedServing::ClearStats() {
 
 std::optional<size_t> PlannedServing::RequestedSize(const void* ptr) const {
   std::lock_guard lock(mutex_);
-  if (const int32_t position = InArena(ptr) ? ArenaPosition(ptr) : -1;
-      position >= 0) {
+  if (const int32_t position = ArenaPosition(ptr); position >= 0) {
     return arena_plan_->requests[position].request.value;
   }
   auto it = fallback_live_.find(ptr);
@@ -349,8 +350,7 @@ std::optional<size_t> PlannedServing::RequestedSize(const void* ptr) const {
 
 std::optional<size_t> PlannedServing::AllocatedSize(const void* ptr) const {
   std::lock_guard lock(mutex_);
-  if (const int32_t position = InArena(ptr) ? ArenaPosition(ptr) : -1;
-      position >= 0) {
+  if (const int32_t position = ArenaPosition(ptr); position >= 0) {
     return arena_plan_->requests[position].bytes;
   }
   auto it = fallback_live_.find(ptr);

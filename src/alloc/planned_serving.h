@@ -114,10 +114,11 @@ class PlannedServing {
   bool Shadow(const LoopEvent& request);
   void EndPlan();           // a request broke it: learn again
   void ReleaseIdleArena();  // once no plan serves and nothing lives in it
-  // The position of the live arena block at `ptr` in arena_plan_, or -1.
+  // The position of the live arena block at `ptr` in arena_plan_, or -1
+  // (any pointer: one outside the arena is -1).
   int32_t ArenaPosition(const void* ptr) const;
-  // The same when `ptr` is the block whose free the plan expects next (no
-  // lookup), else -1.
+  // ArenaPosition's first try: the block whose free the plan expects next,
+  // found without a lookup; else -1.
   int32_t ExpectedFree(const void* ptr) const;
   void Log(const LoopEvent& event);
   void Account(uint64_t requested, uint64_t bytes);

@@ -98,12 +98,7 @@ nlohmann::json PluginAllocator::StatsJson() const {
     json["pool_bytes"] = stats->pool_bytes;
     json["peak_pool_bytes"] = stats->peak_pool_bytes;
     json["largest_free_block_bytes"] = stats->largest_free_block_bytes;
-    // Under the planned policy, the same loop figures as everywhere else.
-    const nlohmann::json named = AllocatorStatsToJson(*stats);
-    for (const char* key : {"planned_iterations", "steady_peak_pool_bytes",
-                            "steady_peak_bytes_requested", "loop_plans"}) {
-      if (named.contains(key)) json[key] = named[key];
-    }
+    AddLoopStatsJson(*stats, json);  // under the planned policy
   }
   json["live_bytes"] = live_bytes_.load(std::memory_order_relaxed);
   json["peak_live_bytes"] = peak_live_bytes_.load(std::memory_order_relaxed);

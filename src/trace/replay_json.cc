@@ -2,17 +2,7 @@
 
 namespace tensormem {
 
-nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats) {
-  nlohmann::json json = {
-      {"num_allocs", stats.num_allocs},
-      {"bytes_in_use", stats.bytes_in_use},
-      {"peak_bytes_in_use", stats.peak_bytes_in_use},
-      {"largest_alloc_size", stats.largest_alloc_size},
-      {"bytes_limit", nullptr},
-      {"pool_bytes", stats.pool_bytes},
-      {"peak_pool_bytes", stats.peak_pool_bytes},
-      {"largest_free_block_bytes", stats.largest_free_block_bytes}};
-  if (stats.bytes_limit) json["bytes_limit"] = *stats.bytes_limit;
+void AddLoopStatsJson(const AllocatorStats& stats, nlohmann::json& json) {
   if (stats.steady_peak_pool_bytes) {
     json["planned_iterations"] = stats.planned_iterations;
     json["steady_peak_pool_bytes"] = *stats.steady_peak_pool_bytes;
@@ -26,6 +16,20 @@ nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats) {
                           {"not_repeated", stats.loop_plans->not_repeated},
                           {"waiting", stats.loop_plans->waiting}};
   }
+}
+
+nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats) {
+  nlohmann::json json = {
+      {"num_allocs", stats.num_allocs},
+      {"bytes_in_use", stats.bytes_in_use},
+      {"peak_bytes_in_use", stats.peak_bytes_in_use},
+      {"largest_alloc_size", stats.largest_alloc_size},
+      {"bytes_limit", nullptr},
+      {"pool_bytes", stats.pool_bytes},
+      {"peak_pool_bytes", stats.peak_pool_bytes},
+      {"largest_free_block_bytes", stats.largest_free_block_bytes}};
+  if (stats.bytes_limit) json["bytes_limit"] = *stats.bytes_limit;
+  AddLoopStatsJson(stats, json);
   // The same state as PyTorch's torch.cuda.memory_stats() names it.
   json["pytorch"] = {{"allocated_bytes", stats.bytes_in_use},
                      {"allocated_bytes_peak", stats.peak_bytes_in_use},

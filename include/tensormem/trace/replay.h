@@ -133,8 +133,8 @@ struct ReplayMetrics {
     return static_cast<double>(*steady_pool_bytes) / *steady_live_bytes;
   }
   // Without a steady state, why no plan served (from stats->loop_plans):
-  // "no plan: no room", "no plan yet" or "no loop"; "" when a plan served,
-  // or broke in its first iteration, or the allocator learns no loops.
+  // "no plan: no room", "no plan yet" or "no loop found"; "" when a plan
+  // served, or broke in its first iteration, or the allocator learns no loops.
   std::string NoSteadyStateReason() const;
 };
 
@@ -227,6 +227,10 @@ nlohmann::json MinimumLimitToJson(const MinimumLimit& limit);
 
 // design.md §3.4 keys; `stats` uses TensorFlow's names.
 nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats);
+// The keys of allocators that learn loops, when set (planned_iterations and
+// the steady state, loop_plans): part of AllocatorStatsToJson, and of any
+// other statistics object that reports the planned policy.
+void AddLoopStatsJson(const AllocatorStats& stats, nlohmann::json& json);
 nlohmann::json ReplayMetricsToJson(const ReplayMetrics& metrics);
 
 }  // namespace tensormem
