@@ -340,6 +340,12 @@ void* BfcAllocator::AllocateAt(const void* address, size_t bytes,
   return core_->AllocateAt(reinterpret_cast<uint64_t>(address), bytes, stream);
 }
 
+bool BfcAllocator::KeepOnly(const void* address,
+                            std::span<const bfc::KeptPart> parts) {
+  std::lock_guard lock(mutex_);
+  return core_->KeepOnly(reinterpret_cast<uint64_t>(address), parts);
+}
+
 void BfcAllocator::SetTimingCounter(SharedCounter* counter) {
   // Timestamped frees are this pool's: threads without a pool get none.
   if (pools_ != nullptr) pools_->closed = true;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,8 +106,10 @@ class alignas(64) BfcCore {
   // AllocateAt serves `bytes` at `address`, inside a free chunk of the pool
   // that serves it; the chunk is cut before the block, and after it as the
   // split rule says (nullptr when no such free chunk holds the block).
+  // KeepOnly: BfcAllocator::KeepOnly.
   bool AddRegion(uint64_t bytes, uint64_t request_bytes, int32_t stream);
   void* AllocateAt(uint64_t address, uint64_t bytes, int32_t stream);
+  bool KeepOnly(uint64_t address, std::span<const bfc::KeptPart> parts);
 
   // Returns regions without in-use chunks to the upstream, and trailing
   // pieces of coalesced regions that hold nothing in use; false if none.

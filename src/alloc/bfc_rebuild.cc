@@ -1,6 +1,8 @@
-// Rebuilding a recorded state (a replay that starts where a recording
-// began): regions and blocks placed where the recording says, outside the
-// allocation path.
+// Blocks placed outside the allocation path: a recorded state rebuilt (a
+// replay that starts where a recording began: regions and blocks where the
+// recording says), and a block cut into the parts that stay (KeepOnly).
+#include <vector>
+
 #include "alloc/bfc_core.h"
 #include "alloc/bfc_core_inline.h"
 #include "tensormem/alloc/bfc_policy.h"
@@ -64,6 +66,66 @@ void* BfcCore::AllocateAt(uint64_t address, uint64_t bytes, int32_t stream) {
     InsertFree(SplitChunk(block, *rounded));
   }
   return MarkInUse(block, bytes);
+}
+
+bool BfcCore::KeepOnly(uint64_t address, std::span<const bfc::KeptPart> parts) {
+  const ChunkHandle handle = map_.FindLive(address);
+  if (handle == kInvalidChunk) return false;
+  const uint64_t block_bytes = map_.chunk(handle).size;
+  uint64_t end = 0;  // of the last part
+  for (const bfc::KeptPart& part : parts) {
+    if (part.bytes == 0 || part.offset < end ||
+        part.offset % bfc::kMinAllocationSize != 0 ||
+        part.bytes % bfc::kMinAllocationSize != 0 ||
+        part.bytes > block_bytes - part.offset || part.requested > part.bytes) {
+      return false;
+    }
+    end = part.offset + part.bytes;
+  }
+  // The block is freed as a whole, cut into its parts and the gaps between
+  // them (each marked in use meanwhile, so that no cut merges), and then
+  // the parts are served and the gaps freed.
+  const BfcChunk& block = map_.chunk(handle);
+  map_.TakeLive(address);
+  stats_.bytes_in_use -= block.size;
+  stats_.bytes_requested -= block.requested_size;
+  const int64_t cut_id = block.allocation_id;
+  std::vector<ChunkHandle> gaps;
+  ChunkHandle rest = handle;
+  for (const bfc::KeptPart& part : parts) {
+    const uint64_t start = address + part.offset;
+    if (map_.chunk(rest).address < start) {
+      gaps.push_back(rest);
+      rest = SplitChunk(rest, start - map_.chunk(rest).address);
+      map_.chunk(rest).allocation_id = cut_id;
+    }
+    ChunkHandle kept = rest;
+    rest = kInvalidChunk;
+    if (map_.chunk(kept).size > part.bytes) {
+      rest = SplitChunk(kept, part.bytes);
+      map_.chunk(rest).allocation_id = cut_id;
+    }
+    MarkInUse(kept, part.requested);
+    if (rest == kInvalidChunk) break;
+  }
+  if (rest != kInvalidChunk) gaps.push_back(rest);
+  for (const ChunkHandle gap : gaps) {
+    BfcChunk& chunk = map_.chunk(gap);
+    chunk.allocation_id = BfcChunk::kFreeChunkId;
+    chunk.requested_size = 0;
+    // Freed now, as FreeIfLive frees.
+    if (timing_counter_ != nullptr) {
+      chunk.freed_at_count = timing_counter_->next();
+      InsertFree(gap);
+      timestamped_chunks_.push_back({gap, chunk.generation});
+    } else {
+      chunk.freed_at_count = 0;
+      const uint64_t gap_address = chunk.address;
+      MergeAndIndex(gap);
+      if (releases_before_growth_) NoteFreed(gap_address);
+    }
+  }
+  return true;
 }
 
 }  // namespace tensormem::internal

@@ -79,6 +79,7 @@ class PlannedServing {
   // The room rule of a take-over: `bytes` more in the pool keep it within
   // its high-water mark plus the growth allowance.
   bool HasRoomFor(uint64_t bytes) const;
+  bool PoolWithinRoom(uint64_t pool_bytes) const;  // the rule, for a pool
   TakeOverStep TakeOverInPlace(const std::shared_ptr<const LoopPlan>& plan);
   // kServing when `placement_` holds a placement of `plan` around `live`;
   // kWaiting while one is made (started now when there was none, or when
@@ -99,6 +100,9 @@ class PlannedServing {
   bool TakeChunks(const MemoryDump::Region& region, uint64_t top,
                   bool decommitted, std::vector<void*>& taken);
   uint64_t RecommitBytes(const MemoryDump::Region& region, uint64_t top) const;
+  // What the pool holds of `region` below `top` once a placement serves
+  // there: all of it, in whole granules (a lower bound of the pool then).
+  uint64_t CommittedBelow(const MemoryDump::Region& region, uint64_t top) const;
   void ArmGates(PlacementAround& placed, const std::vector<void*>& live_ptrs);
   void BeginServing(std::shared_ptr<const LoopPlan> plan, char* arena);
   // Serving: true while a live block the plan was placed around still holds
@@ -114,6 +118,10 @@ class PlannedServing {
   bool Shadow(const LoopEvent& request);
   void EndPlan();           // a request broke it: learn again
   void ReleaseIdleArena();  // once no plan serves and nothing lives in it
+  // Once no plan serves: the arena's chunks that hold no live block go back
+  // to the fallback (all of it, and the arena, when none is live).
+  void ReleaseArena();
+  void ForgetGates();  // the blocks the plan was placed around are unmarked
   // The position of the live arena block at `ptr` in arena_plan_, or -1
   // (any pointer: one outside the arena is -1).
   int32_t ArenaPosition(const void* ptr) const;

@@ -34,6 +34,12 @@ PlannedServing::TakeOverStep PlannedServing::TakeOver(
   // allowance for an arena whose plan may not hold, counting room beside it
   // for the fallback to make each block that outlives an iteration once
   // more before the last one is freed.
+  // Trimming changes the fallback for good (its later placements would no
+  // longer be tight's): not when its blocks in use, which stay, leave no room.
+  if (!PoolWithinRoom(fallback_.GetStats()->bytes_in_use + plan->arena_bytes +
+                      plan->outliving_bytes)) {
+    return TakeOverStep::kNoRoom;
+  }
   fallback_.TrimFreeMemory();
   if (!HasRoomFor(plan->arena_bytes + plan->outliving_bytes))
     return TakeOverStep::kNoRoom;
@@ -45,8 +51,12 @@ PlannedServing::TakeOverStep PlannedServing::TakeOver(
 }
 
 bool PlannedServing::HasRoomFor(uint64_t bytes) const {
-  const AllocatorStats stats = *fallback_.GetStats();
-  return stats.pool_bytes + bytes <= stats.peak_pool_bytes + growth_allowance_;
+  return PoolWithinRoom(fallback_.GetStats()->pool_bytes + bytes);
+}
+
+bool PlannedServing::PoolWithinRoom(uint64_t pool_bytes) const {
+  return pool_bytes <=
+         fallback_.GetStats()->peak_pool_bytes + growth_allowance_;
 }
 
 PlannedServing::TakeOverStep PlannedServing::PlaceInPool(
@@ -84,6 +94,13 @@ PlannedServing::TakeOverStep PlannedServing::TakeOverInPlace(
   absl::StatusOr<PlacementAround> placed = placement_.Take();
   if (!placed.ok() || placed->plan.arena_bytes > region.size)
     return TakeOverStep::kNoRoom;
+  // Serving commits every granule below the placement's top. When that alone
+  // breaks the room rule, nothing is taken: taking and giving back would
+  // leave the fallback's free memory decommitted.
+  if (!PoolWithinRoom(CommittedBelow(region, placed->plan.arena_bytes) +
+                      plan->outliving_bytes)) {
+    return TakeOverStep::kNoRoom;
+  }
   std::vector<void*> taken;
   if (!TakeBelow(region, placed->plan.arena_bytes, plan->outliving_bytes,
                  taken)) {
@@ -149,6 +166,15 @@ bool PlannedServing::TakeChunks(const MemoryDump::Region& region, uint64_t top,
     taken.push_back(block);
   }
   return true;
+}
+
+uint64_t PlannedServing::CommittedBelow(const MemoryDump::Region& region,
+                                        uint64_t top) const {
+  // The granule that holds the top is committed whole.
+  const uint64_t granule = std::max<uint64_t>(fallback_.decommit_granule(), 1);
+  return std::min(RoundUp(region.address + top, granule),
+                  region.address + region.size) -
+         region.address;
 }
 
 uint64_t PlannedServing::RecommitBytes(const MemoryDump::Region& region,
@@ -227,14 +253,76 @@ void PlannedServing::ReleaseGate(void* ptr, uint32_t gate) {
 
 void PlannedServing::ReleaseIdleArena() {
   if (arena_ == nullptr || plan_ != nullptr || arena_live_ != 0) return;
+  ForgetGates();
+  for (void* chunk : arena_chunks_) fallback_.Deallocate(chunk);
+  arena_chunks_.clear();
+  arena_ = nullptr;
+  arena_end_ = nullptr;
+  arena_plan_ = nullptr;
+}
+
+void PlannedServing::ReleaseArena() {
+  if (arena_ == nullptr || plan_ != nullptr) return;
+  ForgetGates();
+  // Held until its last block is freed, the arena would make the fallback
+  // grow beside memory no plan uses any more (a loop that changed to larger
+  // requests). So it goes back now: its live blocks stay where they are, as
+  // the fallback's.
+  struct Live {
+    const char* begin;
+    const char* end;
+    int32_t position;
+    bool operator<(const Live& other) const { return begin < other.begin; }
+  };
+  std::vector<Live> live;
+  for (const int32_t position : live_position_) {
+    if (position < 0) continue;
+    const PlannedRequest& planned = arena_plan_->requests[position];
+    live.push_back({arena_ + planned.offset,
+                    arena_ + planned.offset + planned.bytes, position});
+  }
+  std::sort(live.begin(), live.end());
+  std::erase_if(arena_chunks_, [&](void* chunk) {
+    const char* begin = static_cast<const char*>(chunk);
+    const char* end = begin + fallback_.AllocatedSize(chunk).value_or(0);
+    // The live blocks that overlap the chunk (they do not overlap each
+    // other, so their ends are sorted too). One that reaches into another
+    // chunk keeps both (a placement may span chunks taken apart).
+    std::vector<bfc::KeptPart> parts;
+    auto it =
+        std::partition_point(live.begin(), live.end(),
+                             [&](const Live& b) { return b.end <= begin; });
+    for (; it != live.end() && it->begin < end; ++it) {
+      if (it->begin < begin || it->end > end) return false;
+      const PlannedRequest& planned = arena_plan_->requests[it->position];
+      parts.push_back({.offset = static_cast<uint64_t>(it->begin - begin),
+                       .bytes = planned.bytes,
+                       .requested = planned.request.value});
+    }
+    if (parts.empty()) {
+      fallback_.Deallocate(chunk);
+      return true;
+    }
+    if (!fallback_.KeepOnly(chunk, parts)) return false;  // kept whole
+    for (const bfc::KeptPart& part : parts) {
+      const char* ptr = begin + part.offset;
+      live_position_[arena_plan_->requests[ArenaPosition(ptr)].slot] = -1;
+      --arena_live_;
+      fallback_live_.emplace(
+          ptr, FallbackBlock{kUnloggedBlock, part.requested, part.bytes});
+    }
+    return true;
+  });
+  if (arena_live_ == 0) ReleaseIdleArena();
+}
+
+void PlannedServing::ForgetGates() {
   // Blocks the plan was placed around and would have reused are the
   // fallback's again: their frees free them.
   for (const void* ptr : gate_blocks_) {
     if (auto it = fallback_live_.find(ptr); it != fallback_live_.end())
       it->second.gate = kNoGate;
   }
-  for (void* chunk : arena_chunks_) fallback_.Deallocate(chunk);
-  arena_chunks_.clear();
   gate_begin_.clear();
   guard_begin_.clear();
   guards_.clear();
@@ -242,9 +330,6 @@ void PlannedServing::ReleaseIdleArena() {
   gate_live_.clear();
   gate_blocks_.clear();
   gates_live_ = 0;
-  arena_ = nullptr;
-  arena_end_ = nullptr;
-  arena_plan_ = nullptr;
 }
 
 bool PlannedServing::InArena(const void* ptr) const {

@@ -34,6 +34,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "absl/status/status.h"
@@ -41,6 +42,7 @@
 #include "tensormem/alloc/allocation_policy.h"
 #include "tensormem/alloc/allocator.h"
 #include "tensormem/alloc/bfc_free_index.h"
+#include "tensormem/alloc/bfc_policy.h"
 #include "tensormem/alloc/bfc_shared_counter.h"
 #include "tensormem/alloc/memory_dump.h"
 #include "tensormem/alloc/retry.h"
@@ -167,6 +169,12 @@ class BfcAllocator final : public Allocator {
   // policy's split rule says. nullptr when it cannot.
   bool AddRegion(size_t bytes, size_t request_bytes, int32_t stream = 0);
   void* AllocateAt(const void* address, size_t bytes, int32_t stream = 0);
+  // Frees the block at `address` but for `parts` (sorted by offset, apart,
+  // inside it, offsets and sizes multiples of 256 bytes), each a block of
+  // its own afterwards (requested: `requested` bytes); false, changing
+  // nothing, when the parts are not so or there is no such block. For an
+  // allocator that served large blocks and hands on what lies in them.
+  bool KeepOnly(const void* address, std::span<const bfc::KeptPart> parts);
 
   // Timestamped frees (see SharedCounter). `counter` must outlive the
   // allocator.

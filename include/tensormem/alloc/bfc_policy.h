@@ -83,6 +83,15 @@ constexpr uint64_t AlignmentPadding(uint64_t address, uint64_t alignment) {
   return (0 - address) & (alignment - 1);
 }
 
+// A part of a block that stays in use when the rest is freed
+// (BfcAllocator::KeepOnly): `bytes` from `offset` into the block, holding a
+// request of `requested` bytes.
+struct KeptPart {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  uint64_t requested = 0;
+};
+
 }  // namespace tensormem::bfc
 
 #endif  // TENSORMEM_ALLOC_BFC_POLICY_H_
