@@ -105,8 +105,8 @@ class alignas(64) BfcCore {
   // serving nothing (false when the limit or the upstream refuses).
   // AllocateAt serves `bytes` at `address`, inside a free chunk of the pool
   // that serves it; the chunk is cut before the block, and after it as the
-  // split rule says (nullptr when no such free chunk holds the block).
-  // KeepOnly: BfcAllocator::KeepOnly.
+  // split rule says (nullptr when no such free chunk holds the block). And
+  // KeepOnly (BfcAllocator::KeepOnly).
   bool AddRegion(uint64_t bytes, uint64_t request_bytes, int32_t stream);
   void* AllocateAt(uint64_t address, uint64_t bytes, int32_t stream);
   bool KeepOnly(uint64_t address, std::span<const bfc::KeptPart> parts);
@@ -197,8 +197,9 @@ class alignas(64) BfcCore {
   ChunkHandle TryToCoalesce(ChunkHandle handle, bool ignore_freed_at);
   void Merge(ChunkHandle first, ChunkHandle second);
   // Merges a freed chunk (safe, not indexed) with its free, safe neighbours
-  // and indexes the result.
+  // and indexes the result; IndexFreed stamps it first under timed frees.
   void MergeAndIndex(ChunkHandle handle);
+  void IndexFreed(ChunkHandle handle);
   // Calls `use` with the free index of `pool`: by its concrete type when it
   // is the fast one (inline, no virtual calls), else through the interface.
   template <typename Use>

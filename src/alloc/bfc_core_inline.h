@@ -83,6 +83,12 @@ namespace tensormem::internal {
   stats_.bytes_requested -= chunk.requested_size;
   chunk.requested_size = 0;
   stats_.bytes_in_use -= chunk.size;
+  IndexFreed(handle);
+  return true;
+}
+
+[[gnu::always_inline]] inline void BfcCore::IndexFreed(ChunkHandle handle) {
+  BfcChunk& chunk = map_.chunk(handle);
   if (timing_counter_ != nullptr) {
     // Kept apart until the frontier passes its stamp (see
     // MergeTimestampedChunks).
@@ -95,7 +101,6 @@ namespace tensormem::internal {
     MergeAndIndex(handle);
     if (releases_before_growth_) NoteFreed(address);
   }
-  return true;
 }
 
 // Inlined: the rest of every free.

@@ -113,17 +113,7 @@ bool BfcCore::KeepOnly(uint64_t address, std::span<const bfc::KeptPart> parts) {
     BfcChunk& chunk = map_.chunk(gap);
     chunk.allocation_id = BfcChunk::kFreeChunkId;
     chunk.requested_size = 0;
-    // Freed now, as FreeIfLive frees.
-    if (timing_counter_ != nullptr) {
-      chunk.freed_at_count = timing_counter_->next();
-      InsertFree(gap);
-      timestamped_chunks_.push_back({gap, chunk.generation});
-    } else {
-      chunk.freed_at_count = 0;
-      const uint64_t gap_address = chunk.address;
-      MergeAndIndex(gap);
-      if (releases_before_growth_) NoteFreed(gap_address);
-    }
+    IndexFreed(gap);  // as a free
   }
   return true;
 }
