@@ -7,6 +7,7 @@
 // the folder is absent (the files are never copied into the repository).
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,26 +53,32 @@ std::string FileName(const testing::TestParamInfo<std::string>& info) {
   return name;
 }
 
+// Reads the snapshot and prepares its trace for replay.
 class SharedSnapshotTest : public testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam().empty()) {
       GTEST_SKIP() << SharedFolder() << " is absent: no shared snapshots";
     }
+    absl::StatusOr<PytorchImport> read =
+        ReadPytorchSnapshot((SharedFolder() / GetParam()).string());
+    ASSERT_TRUE(read.ok()) << read.status();
+    read_ = *std::move(read);
+    absl::StatusOr<PreparedTrace> trace = PreparedTrace::Prepare(read_->trace);
+    ASSERT_TRUE(trace.ok()) << trace.status();
+    trace_ = *std::move(trace);
   }
+
+  std::optional<PytorchImport> read_;
+  std::optional<PreparedTrace> trace_;
 };
 
 TEST_P(SharedSnapshotTest, ReplaysAsRecorded) {
-  absl::StatusOr<PytorchImport> read =
-      ReadPytorchSnapshot((SharedFolder() / GetParam()).string());
-  ASSERT_TRUE(read.ok()) << read.status();
-  absl::StatusOr<PreparedTrace> trace = PreparedTrace::Prepare(read->trace);
-  ASSERT_TRUE(trace.ok()) << trace.status();
   AllocatorSpec spec;
   spec.policy = "pytorch";
   absl::StatusOr<SnapshotReplayResult> result =
-      ReplaySnapshot(*trace, read->recording, spec, {}, /*verify=*/true);
-  if (!read->recording.has_segment_events()) {
+      ReplaySnapshot(*trace_, read_->recording, spec, {}, /*verify=*/true);
+  if (!read_->recording.has_segment_events()) {
     // Nothing to compare with: a clear error, not a replay.
     ASSERT_FALSE(result.ok());
     EXPECT_THAT(result.status().message(),
@@ -104,20 +111,16 @@ TEST_P(SharedSnapshotTest, ReplaysAsRecorded) {
 // What-if on the snapshot: a recorded row exactly when it has segment
 // events, whose check agrees with the verified replay above.
 TEST_P(SharedSnapshotTest, WhatIfHasTheRecordedRowAndAdvice) {
-  absl::StatusOr<PytorchImport> read =
-      ReadPytorchSnapshot((SharedFolder() / GetParam()).string());
-  ASSERT_TRUE(read.ok()) << read.status();
-  absl::StatusOr<PreparedTrace> trace = PreparedTrace::Prepare(read->trace);
-  ASSERT_TRUE(trace.ok()) << trace.status();
   WhatIfOptions options;
   options.min_limit = false;
   options.measure_speed = false;
-  options.recording = &read->recording;
+  options.recording = &read_->recording;
   absl::StatusOr<WhatIfResult> result =
-      RunWhatIf(*trace, DefaultWhatIfCandidates(), options);
+      RunWhatIf(*trace_, DefaultWhatIfCandidates(), options);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_TRUE(result->recommendation.has_value());
-  ASSERT_EQ(result->recorded.has_value(), read->recording.has_segment_events());
+  ASSERT_EQ(result->recorded.has_value(),
+            read_->recording.has_segment_events());
   if (!result->recorded) return;
   const WhatIfRecorded& recorded = *result->recorded;
   EXPECT_TRUE(recorded.as_run_error.empty()) << recorded.as_run_error;
@@ -135,11 +138,6 @@ TEST_P(SharedSnapshotTest, WhatIfHasTheRecordedRowAndAdvice) {
 // OOM-retry recordings), and a plan that ended kept its arena beside the
 // fallback's growth (158 MiB more on oom-retry-2 under decommit:on_pressure).
 TEST_P(SharedSnapshotTest, PlannedNeverReservesMoreThanTight) {
-  absl::StatusOr<PytorchImport> read =
-      ReadPytorchSnapshot((SharedFolder() / GetParam()).string());
-  ASSERT_TRUE(read.ok()) << read.status();
-  absl::StatusOr<PreparedTrace> trace = PreparedTrace::Prepare(read->trace);
-  ASSERT_TRUE(trace.ok()) << trace.status();
   const struct {
     const char* sub_allocator;
     const char* config;
@@ -155,7 +153,7 @@ TEST_P(SharedSnapshotTest, PlannedNeverReservesMoreThanTight) {
                                  planned && *way.config ? "," : "", way.config);
       absl::StatusOr<ReplayTarget> target = CreateReplayTarget(spec);
       ASSERT_TRUE(target.ok()) << target.status();
-      absl::StatusOr<ReplayResult> replayed = Replay(*trace, *target, {});
+      absl::StatusOr<ReplayResult> replayed = Replay(*trace_, *target, {});
       ASSERT_TRUE(replayed.ok()) << replayed.status();
       metrics[planned] = replayed->metrics;
     }
