@@ -288,14 +288,15 @@ void PlannedServing::ReleaseArena() {
     // The live blocks that overlap the chunk (they do not overlap each
     // other, so their ends are sorted too). One that reaches into another
     // chunk keeps both (a placement may span chunks taken apart).
-    std::vector<bfc::KeptPart> parts;
-    auto it =
+    const auto first =
         std::partition_point(live.begin(), live.end(),
                              [&](const Live& b) { return b.end <= begin; });
-    for (; it != live.end() && it->begin < end; ++it) {
-      if (it->begin < begin || it->end > end) return false;
-      const PlannedRequest& planned = arena_plan_->requests[it->position];
-      parts.push_back({.offset = static_cast<uint64_t>(it->begin - begin),
+    auto last = first;
+    std::vector<bfc::KeptPart> parts;
+    for (; last != live.end() && last->begin < end; ++last) {
+      if (last->begin < begin || last->end > end) return false;
+      const PlannedRequest& planned = arena_plan_->requests[last->position];
+      parts.push_back({.offset = static_cast<uint64_t>(last->begin - begin),
                        .bytes = planned.bytes,
                        .requested = planned.request.value});
     }
@@ -304,12 +305,13 @@ void PlannedServing::ReleaseArena() {
       return true;
     }
     if (!fallback_.KeepOnly(chunk, parts)) return false;  // kept whole
-    for (const bfc::KeptPart& part : parts) {
-      const char* ptr = begin + part.offset;
-      live_position_[arena_plan_->requests[ArenaPosition(ptr)].slot] = -1;
+    for (auto block = first; block != last; ++block) {
+      const PlannedRequest& planned = arena_plan_->requests[block->position];
+      live_position_[planned.slot] = -1;
       --arena_live_;
       fallback_live_.emplace(
-          ptr, FallbackBlock{kUnloggedBlock, part.requested, part.bytes});
+          block->begin,
+          FallbackBlock{kUnloggedBlock, planned.request.value, planned.bytes});
     }
     return true;
   });
