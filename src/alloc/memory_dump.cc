@@ -7,9 +7,8 @@
 #include "tensormem/core/units.h"
 
 namespace tensormem {
-namespace {
 
-nlohmann::json StatsToJson(const AllocatorStats& stats) {
+nlohmann::json AllocatorStatsCountersToJson(const AllocatorStats& stats) {
   nlohmann::json json = {
       {"num_allocs", stats.num_allocs},
       {"bytes_in_use", stats.bytes_in_use},
@@ -24,13 +23,11 @@ nlohmann::json StatsToJson(const AllocatorStats& stats) {
   return json;
 }
 
-}  // namespace
-
 nlohmann::json MemoryDump::ToJson() const {
   nlohmann::json json;
   json["allocator_name"] = allocator_name;
   json["base_address"] = base_address;
-  json["stats"] = StatsToJson(stats);
+  json["stats"] = AllocatorStatsCountersToJson(stats);
   json["fragmentation"] = fragmentation;
   json["regions"] = nlohmann::json::array();
   for (const Region& region : regions) {

@@ -1,3 +1,4 @@
+#include "tensormem/alloc/memory_dump.h"
 #include "tensormem/trace/replay.h"
 
 namespace tensormem {
@@ -19,16 +20,7 @@ void AddLoopStatsJson(const AllocatorStats& stats, nlohmann::json& json) {
 }
 
 nlohmann::json AllocatorStatsToJson(const AllocatorStats& stats) {
-  nlohmann::json json = {
-      {"num_allocs", stats.num_allocs},
-      {"bytes_in_use", stats.bytes_in_use},
-      {"peak_bytes_in_use", stats.peak_bytes_in_use},
-      {"largest_alloc_size", stats.largest_alloc_size},
-      {"bytes_limit", nullptr},
-      {"pool_bytes", stats.pool_bytes},
-      {"peak_pool_bytes", stats.peak_pool_bytes},
-      {"largest_free_block_bytes", stats.largest_free_block_bytes}};
-  if (stats.bytes_limit) json["bytes_limit"] = *stats.bytes_limit;
+  nlohmann::json json = AllocatorStatsCountersToJson(stats);
   AddLoopStatsJson(stats, json);
   // The same state as PyTorch's torch.cuda.memory_stats() names it.
   json["pytorch"] = {{"allocated_bytes", stats.bytes_in_use},

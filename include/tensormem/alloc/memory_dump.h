@@ -64,6 +64,10 @@ struct MemoryDump {
   std::string ToText() const;
 };
 
+// The counters and pool sizes of `stats` as JSON: a dump's "stats", and the
+// first keys of a replay's (AllocatorStatsToJson adds the rest).
+nlohmann::json AllocatorStatsCountersToJson(const AllocatorStats& stats);
+
 }  // namespace tensormem
 
 #endif  // TENSORMEM_ALLOC_MEMORY_DUMP_H_
