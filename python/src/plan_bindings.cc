@@ -70,7 +70,7 @@ py::dict Plan(const std::vector<int64_t>& sizes,
               const std::vector<int64_t>& starts,
               const std::vector<int64_t>& ends, const std::string& strategy,
               std::optional<double> time_limit, int64_t alignment, int threads,
-              bool allow_slow) {
+              bool allow_slow, bool counted_time) {
   RequireOffsetsStrategy(strategy);
   if (alignment <= 0) {
     Raise(absl::StatusCode::kInvalidArgument,
@@ -84,7 +84,8 @@ py::dict Plan(const std::vector<int64_t>& sizes,
   PlanOptions options{.alignment = static_cast<uint64_t>(alignment),
                       .allow_slow = allow_slow,
                       .time_limit_seconds = time_limit,
-                      .threads = threads};
+                      .threads = threads,
+                      .counted_time = counted_time};
   absl::StatusOr<PlanResult> planned;
   {
     py::gil_scoped_release release;  // the optimal search may run for seconds
@@ -128,7 +129,8 @@ void WritePlanReport(const std::string& path, const std::vector<int64_t>& sizes,
 void AddPlanBindings(py::module_& module) {
   module.def("plan", &Plan, py::arg("sizes"), py::arg("starts"),
              py::arg("ends"), py::arg("strategy"), py::arg("time_limit"),
-             py::arg("alignment"), py::arg("threads"), py::arg("allow_slow"));
+             py::arg("alignment"), py::arg("threads"), py::arg("allow_slow"),
+             py::arg("counted_time"));
   module.def("strategies", &Strategies);
   module.def("write_plan_report", &WritePlanReport, py::arg("path"),
              py::arg("sizes"), py::arg("starts"), py::arg("ends"),

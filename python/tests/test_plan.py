@@ -53,6 +53,23 @@ def test_every_strategy_gives_a_valid_plan(strategy):
         assert result.total == result.lower_bound
 
 
+def test_a_search_cut_short_in_counted_time_is_the_same_every_run():
+    rng = random.Random(11)
+    starts = [rng.randrange(0, 200) for _ in range(300)]
+    ends = [start + rng.randrange(1, 67) for start in starts]
+    sizes = [rng.randrange(1, 5000) for _ in range(300)]
+    plans = [
+        tensormem.plan(sizes, starts, ends, time_limit=0.004, alignment=16, counted_time=True)
+        for _ in range(3)
+    ]
+    assert_valid(plans[0], sizes, starts, ends, alignment=16)
+    assert not plans[0].proven_optimal  # the limit, counted, stopped it
+    assert plans[0].extra["seconds_to_best"] > 0  # after the start plan
+    for again in plans[1:]:
+        assert again.offsets == plans[0].offsets
+        assert again.extra["seconds_to_best"] == plans[0].extra["seconds_to_best"]
+
+
 def test_naive_plan_is_not_claimed_optimal():
     sizes, starts, ends = [100, 100], [0, 5], [1, 6]  # never live together
     result = tensormem.plan(sizes, starts, ends, strategy="naive")

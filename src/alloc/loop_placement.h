@@ -61,6 +61,9 @@ struct PlaceAroundOptions {
   uint64_t limit = ~uint64_t{0};
   // The optimal planner's time, and a flag that stops it (null: none).
   double seconds = 1.0;
+  // Counted in work, not on the wall clock (OptimalPlanOptions::counted_time):
+  // the same placement on every run.
+  bool counted_time = false;
   const std::atomic<bool>* cancel = nullptr;
 };
 

@@ -40,6 +40,7 @@ struct PlanFlags {
   std::string time_limit;
   std::string capacity;
   int threads = 1;
+  bool counted_time = false;
   ModelFlags model;              // .onnx inputs
   nlohmann::json model_summary;  // set when the input was a model
 };
@@ -306,6 +307,7 @@ void Run(PlanFlags& flags) {
     options.capacity = *capacity;
   }
   options.threads = flags.threads;
+  options.counted_time = flags.counted_time;
   if (flags.strategy == "all") {
     RunAll(flags, set, options);
   } else {
@@ -387,6 +389,10 @@ void AddPlanCommand(CLI::App& app) {
       ->add_option("--threads", flags->threads,
                    "optimal: parallel searches (default 1)")
       ->check(CLI::Range(1, 1024));
+  command->add_flag("--counted-time", flags->counted_time,
+                    "optimal: count --time-limit in work done (steps of "
+                    "about a microsecond), not on the clock: with one "
+                    "thread, the same plan on every run and machine");
   command->callback([flags] {
     if (flags->strategy.empty())
       flags->strategy = flags->objects ? "greedy_best" : "best_fit_multi";

@@ -1,10 +1,13 @@
 // End-to-end tests of `tensormem plan`, running the built binary.
+#include <random>
 #include <string>
 
+#include "absl/strings/str_format.h"
 #include "cli/cli_runner.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tensormem/core/file_io.h"
 #include "tensormem/plan/buffer_set.h"
 #include "tensormem/plan/checker.h"
 
@@ -113,6 +116,37 @@ TEST(PlanCliTest, WritesCsvThatChecksAndHtml) {
   ASSERT_EQ(objects.exit_code, 0) << objects.err;
   EXPECT_THAT(ReadFileOrEmpty(dir + "/objects.csv"),
               HasSubstr("id,first_task,last_task,size,object\n"));
+}
+
+// --counted-time: a search cut short by its limit gives the same plan, and
+// stops after the same work, on every run.
+TEST(PlanCliTest, CountedTimeGivesTheSamePlanEveryRun) {
+  const std::string dir = FreshDirectory("plan_counted_time");
+  std::mt19937 random(1);
+  std::string csv = "id,lower,upper,size\n";
+  for (int i = 0; i < 300; ++i) {
+    const int lower = static_cast<int>(random() % 200);
+    const int upper = lower + 1 + static_cast<int>(random() % 66);
+    absl::StrAppendFormat(&csv, "%d,%d,%d,%d\n", i, lower, upper,
+                          1 + random() % 5000);
+  }
+  ASSERT_TRUE(WriteTextFile(dir + "/set.csv", csv).ok());
+  const std::string command = "plan " + dir +
+                              "/set.csv --strategy optimal --align 16 "
+                              "--time-limit 4ms --counted-time --json";
+  const auto first = RunTensormem(command);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const nlohmann::json plan = Json(first.out);
+  EXPECT_FALSE(plan["proven_optimal"].get<bool>());
+  EXPECT_GT(plan["nodes"].get<uint64_t>(), 0u);
+  for (int run = 0; run < 2; ++run) {
+    const auto again = RunTensormem(command);
+    ASSERT_EQ(again.exit_code, 0) << again.err;
+    const nlohmann::json same = Json(again.out);
+    EXPECT_EQ(same["offsets"], plan["offsets"]);
+    EXPECT_EQ(same["nodes"], plan["nodes"]);
+    EXPECT_EQ(same["seconds_to_best"], plan["seconds_to_best"]);
+  }
 }
 
 TEST(PlanCliTest, ClearErrors) {

@@ -306,14 +306,14 @@ TEST(OptimalPlannerTest, LargeSetsGetWindowedOrdersAndStayValid) {
 TEST(OptimalPlannerTest, MidSizedSetsAreSearchedAfterTheLargeSetSteps) {
   const BufferSet set = RandomSet(9, 4500, 2500, 1 << 16);
   OptimalPlanOptions options;
-  options.time_limit_seconds = 2;
+  options.time_limit_seconds = 0.25;
+  // On the wall clock the start and the large-set steps could use up the
+  // limit on a busy machine or under sanitizers, leaving nothing for the
+  // search; counted, they take half of it wherever it runs.
+  options.counted_time = true;
   absl::StatusOr<OptimalPlanResult> result = PlanOptimal(set, options);
   ASSERT_TRUE(result.ok()) << result.status();
-  // Under sanitizers the start and the large-set steps can use up the limit
-  // (this test takes 9 s under ASan), leaving nothing for the search.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   EXPECT_GT(result->nodes, 0u);
-#endif
   EXPECT_LE(result->total_size, GreedyTotal(set, 1));
   EXPECT_TRUE(CheckPlacement(result->placed).ok());
 }

@@ -151,11 +151,11 @@ TEST(GpuSnapshotsTest, PlannedNeverReservesMoreThanTightOnRealTrainingLoops) {
 
 // Keeping holes while memory lasts (decommit:on_pressure, the default on
 // cuda-vmm, where a decommit waits for the device), the fallback's peak
-// leaves the plan room: it serves both loops, holds less than tight's peak
-// from the take-over on, and the peak stays tight's. How much less depends
-// on what the placement's search (1 s) finds: 1.0025x and 1.0057x live on an
-// idle machine (docs/planned.md), GPT-2 1.0153x beside three busy loops and
-// 1.0166x under ASan, so the figure is measured, not asserted.
+// leaves the plan room: it serves both loops within 1.01x their live bytes
+// from the take-over on (1.0025x and 1.0057x), and the peak stays tight's.
+// Inline, the placement's search counts its time in work, so the figures
+// are the same under ASan and on a busy machine (on the wall clock GPT-2's
+// was 1.0166x under ASan).
 TEST(GpuSnapshotsTest, PlannedServesRealTrainingLoopsWhenHolesStay) {
   const std::vector<std::string> loops = CommittedTrainingLoops();
   EXPECT_GE(loops.size(), 2u);
@@ -171,7 +171,9 @@ TEST(GpuSnapshotsTest, PlannedServesRealTrainingLoopsWhenHolesStay) {
                 planned.stats->loop_plans.has_value());
     EXPECT_EQ(planned.stats->loop_plans->taken_over, 1);
     EXPECT_GE(planned.planned_iterations, 2);
-    ASSERT_TRUE(planned.steady_pool_bytes.has_value());
+    ASSERT_TRUE(planned.steady_ratio().has_value());
+    EXPECT_LE(*planned.steady_ratio(), 1.01);
+    // Less than tight holds at its end, which keeps every hole.
     EXPECT_LT(*planned.steady_pool_bytes, replays->tight.peak_pool_bytes);
   }
 }

@@ -50,6 +50,9 @@ struct PlanOptions {
   std::optional<double> time_limit_seconds{};
   std::optional<uint64_t> capacity{};
   int threads = 1;
+  // The time limit counts work, not wall-clock time: on one thread, the same
+  // plan on every run (OptimalPlanOptions::counted_time).
+  bool counted_time = false;
 };
 
 // Strategies estimated to take longer than this, or to need more memory than

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "plan/solver/solver_clock.h"
 #include "plan/solver/static_orders.h"
 #include "tensormem/core/checked_math.h"
 
@@ -108,7 +109,7 @@ bool FeasibilitySearch::ShouldStop() {
     if (limits_.cancel != nullptr &&
         limits_.cancel->load(std::memory_order_relaxed))
       stopped_ = true;
-    if (std::chrono::steady_clock::now() >= limits_.deadline) stopped_ = true;
+    if (SolverClock::Now() >= limits_.deadline) stopped_ = true;
   }
   return stopped_;
 }
@@ -129,6 +130,9 @@ void FeasibilitySearch::NoteDepth() {
 }
 
 SearchOutcome FeasibilitySearch::Search(Node node) {
+  // A node's work grows with the buffers still to place (its checks scan
+  // them): in counted time, a step per 16 of them.
+  SolverClock::Count(1 + node.count / 16);
   if (ShouldStop()) return SearchOutcome::kStopped;
   if (node.count == 0) return SearchOutcome::kFound;
   NoteDepth();

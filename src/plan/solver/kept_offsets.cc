@@ -46,6 +46,7 @@ std::optional<std::vector<uint64_t>> FillHolesThenPlanTheRest(
   plain.time_limit_seconds = options.time_limit_seconds / 4;
   plain.threads = options.threads;
   plain.cancel = options.cancel;
+  plain.counted_time = options.counted_time;
   absl::StatusOr<OptimalPlanResult> above = PlanOptimal(rest, plain);
   if (!above.ok()) return std::nullopt;
   for (size_t j = 0; j < rest_index.size(); ++j)

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "plan/placed_interval_index.h"
+#include "plan/solver/solver_clock.h"
 #include "tensormem/core/checked_math.h"
 
 namespace tensormem::solver_internal {
@@ -95,7 +96,8 @@ bool LowerWithOneEjection(const std::vector<UsageRecord<>>& records,
   for (const uint64_t spot :
        CandidateSpots(records, offsets, tensor, neighbours, alignment)) {
     if (spot + size >= total) break;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    SolverClock::Count();
+    if (SolverClock::Now() >= deadline) return false;
     const std::optional<size_t> blocker =
         SoleBlocker(records, offsets, tensor, neighbours, spot, size);
     if (!blocker || (!fixed.empty() && fixed[*blocker] != 0)) continue;
@@ -124,7 +126,7 @@ uint64_t ImproveByLocalMoves(const std::vector<UsageRecord<>>& records,
   for (size_t i = 0; i < records.size(); ++i) index.Place(i);
   uint64_t total = TotalSize(records, offsets);
   std::vector<size_t> neighbours;
-  while (std::chrono::steady_clock::now() < deadline) {
+  while (SolverClock::Now() < deadline) {
     bool all_moved = true;
     for (size_t i = 0; i < records.size() && all_moved; ++i) {
       if (records[i].tensor_size == 0 ||
@@ -134,6 +136,7 @@ uint64_t ImproveByLocalMoves(const std::vector<UsageRecord<>>& records,
         all_moved = false;  // the top is where a fixed tensor ends
         break;
       }
+      SolverClock::Count();
       neighbours.clear();
       index.FindOverlapping(records[i].first_task, records[i].last_task,
                             neighbours);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -13,6 +14,7 @@
 #include "plan/solver/peak_split.h"
 #include "plan/solver/problem.h"
 #include "plan/solver/progress_line.h"
+#include "plan/solver/solver_clock.h"
 #include "plan/solver/start_plan.h"
 #include "plan/solver/static_orders.h"
 #include "plan/solver/windowed_orders.h"
@@ -27,6 +29,7 @@ using solver_internal::FeasibilityAnswer;
 using solver_internal::Problem;
 using solver_internal::ProgressLine;
 using solver_internal::SearchOutcome;
+using solver_internal::SolverClock;
 
 // Beyond these the search's O(n^2) lists would not pay off alone: the
 // large-set steps (windowed orders, repairs, local moves) run. Up to
@@ -49,7 +52,7 @@ double SecondsBetween(Clock::time_point from, Clock::time_point to) {
 }
 
 double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+  return std::chrono::duration<double>(SolverClock::Now() - start).count();
 }
 
 absl::Status ValidateOptions(const OptimalPlanOptions& options) {
@@ -107,7 +110,7 @@ class RoundSearch {
 
   absl::Status Run() {
     ProgressLine progress(options_.progress, start_);
-    while (Clock::now() < deadline_ && !Cancelled() &&
+    while (SolverClock::Now() < deadline_ && !Cancelled() &&
            best_ > result_.lower_bound) {
       const bool at_bound = first_in_round_ || options_.capacity.has_value();
       const uint64_t target = NextTarget(at_bound);
@@ -255,7 +258,7 @@ void ImproveLargeSet(const std::vector<UsageRecord<>>& records,
     return;
   const uint64_t moved = solver_internal::ImproveByLocalMoves(
       records, alignment, offsets, deadline, fixed);
-  take(moved, Clock::now(), "local_moves");
+  take(moved, SolverClock::Now(), "local_moves");
 }
 
 // A start built from the whole set (`method`: peak_split.h, peak_pack.h),
@@ -273,11 +276,10 @@ void TakeIfLower(const BufferSet& set, Clock::time_point start,
   result.method = method;
 }
 
-}  // namespace
-
-absl::StatusOr<OptimalPlanResult> PlanOptimal(
+// PlanOptimal on the clock its caller set (SolverClock).
+absl::StatusOr<OptimalPlanResult> PlanOnTheSolverClock(
     const BufferSet& set, const OptimalPlanOptions& options) {
-  const Clock::time_point start = Clock::now();
+  const Clock::time_point start = SolverClock::Now();
   TM_RETURN_IF_ERROR(ValidateOptions(options));
   const Clock::time_point deadline =
       start +
@@ -325,13 +327,14 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
         solver_internal::CountOverlapPairs(problem) <= kMaxOverlapPairs;
     if (!searchable || n > kMaxSearchBuffers) {
       if (!options.keep_given_offsets) {
-        TakeIfLower(set, start, "peak_pack",
-                    solver_internal::PackAtPeak(
-                        set, records, offsets, options,
-                        kPackShare * SecondsBetween(Clock::now(), deadline)),
-                    offsets, result);
+        TakeIfLower(
+            set, start, "peak_pack",
+            solver_internal::PackAtPeak(
+                set, records, offsets, options,
+                kPackShare * SecondsBetween(SolverClock::Now(), deadline)),
+            offsets, result);
       }
-      const Clock::time_point now = Clock::now();
+      const Clock::time_point now = SolverClock::Now();
       ImproveLargeSet(records, options, start,
                       searchable ? now + (deadline - now) / 2 : deadline,
                       offsets, result, fixed);
@@ -355,6 +358,20 @@ absl::StatusOr<OptimalPlanResult> PlanOptimal(
     result.placed.buffers[i].offset = offsets[i];
   result.seconds = SecondsSince(start);
   return result;
+}
+
+}  // namespace
+
+absl::StatusOr<OptimalPlanResult> PlanOptimal(
+    const BufferSet& set, const OptimalPlanOptions& options) {
+  // In counted time an outer call's count goes on (the large-set steps and
+  // the starts plan parts of the set); otherwise this call counts its own.
+  std::optional<solver_internal::CountedTime> own_count;
+  if (options.counted_time && SolverClock::Counted() == nullptr)
+    own_count.emplace();
+  const solver_internal::CountedTimeScope clock(
+      own_count ? &*own_count : SolverClock::Counted());
+  return PlanOnTheSolverClock(set, options);
 }
 
 }  // namespace tensormem

@@ -28,6 +28,7 @@ StrategyInfo OptimalStrategy() {
         options.time_limit_seconds.value_or(kDefaultOptimalTimeLimitSeconds);
     solver_options.capacity = options.capacity;
     solver_options.threads = options.threads;
+    solver_options.counted_time = options.counted_time;
     solver_options.alignment = options.alignment;
     solver_options.progress = isatty(STDERR_FILENO) != 0;
     absl::StatusOr<OptimalPlanResult> result =

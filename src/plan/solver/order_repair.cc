@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "plan/solver/local_moves.h"
+#include "plan/solver/solver_clock.h"
 
 namespace tensormem::solver_internal {
 namespace {
@@ -52,7 +53,7 @@ std::optional<RepairedPlan> Place(const std::vector<UsageRecord<>>& records,
   const uint64_t total = TotalSize(records, *offsets);
   return RepairedPlan{.total = total,
                       .offsets = std::move(*offsets),
-                      .found_at = std::chrono::steady_clock::now()};
+                      .found_at = SolverClock::Now()};
 }
 
 }  // namespace

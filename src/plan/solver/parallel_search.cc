@@ -5,6 +5,8 @@
 #include <mutex>
 #include <thread>
 
+#include "plan/solver/solver_clock.h"
+
 namespace tensormem::solver_internal {
 namespace {
 
@@ -94,7 +96,13 @@ FeasibilityAnswer RunFeasibility(const Problem& problem,
     worker();
   } else {
     std::vector<std::jthread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+    CountedTime* const counted = SolverClock::Counted();
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&worker, counted] {
+        const CountedTimeScope scope(counted);
+        worker();
+      });
+    }
   }
   return answer;
 }

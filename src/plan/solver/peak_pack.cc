@@ -90,6 +90,7 @@ std::optional<std::vector<uint64_t>> PackAtPeak(
   around.alignment = options.alignment;
   around.threads = options.threads;
   around.cancel = options.cancel;
+  around.counted_time = options.counted_time;
   around.keep_given_offsets = true;
   absl::StatusOr<std::vector<uint64_t>> start =
       StartAroundKeptOffsets(packed, records, around);

@@ -119,6 +119,7 @@ std::optional<std::vector<uint64_t>> SplitAtFirstPeak(
   part.alignment = options.alignment;
   part.threads = options.threads;
   part.cancel = options.cancel;
+  part.counted_time = options.counted_time;
   part.time_limit_seconds = seconds / 2;
   absl::StatusOr<OptimalPlanResult> first_plan = PlanOptimal(first, part);
   if (!first_plan.ok()) return std::nullopt;

@@ -1,5 +1,7 @@
 #include "plan/solver/suspended_search.h"
 
+#include "plan/solver/solver_clock.h"
+
 namespace tensormem::solver_internal {
 
 SuspendedSearch::SuspendedSearch(const Problem& problem, int order,
@@ -34,7 +36,10 @@ SuspendedSearch::Slice SuspendedSearch::Resume(uint64_t nodes) {
   limit_ = before + nodes;
   running_ = true;
   if (!thread_.joinable()) {
-    thread_ = std::thread([this] { Body(); });
+    thread_ = std::thread([this, counted = SolverClock::Counted()] {
+      const CountedTimeScope scope(counted);
+      Body();
+    });
   } else {
     changed_.notify_all();
   }

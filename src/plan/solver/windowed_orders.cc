@@ -10,6 +10,7 @@
 #include "plan/occupancy_index.h"
 #include "plan/solver/local_moves.h"
 #include "plan/solver/order_repair.h"
+#include "plan/solver/solver_clock.h"
 
 namespace tensormem::solver_internal {
 namespace {
@@ -65,8 +66,13 @@ void RunInParallel(int threads, size_t count, const Done& done,
     for (size_t i = next++; i < count && !done(); i = next++) work(i);
   };
   std::vector<std::thread> helpers;
-  for (int t = 1; t < threads && static_cast<size_t>(t) < count; ++t)
-    helpers.emplace_back(run);
+  CountedTime* const counted = SolverClock::Counted();
+  for (int t = 1; t < threads && static_cast<size_t>(t) < count; ++t) {
+    helpers.emplace_back([&run, counted] {
+      const CountedTimeScope scope(counted);
+      run();
+    });
+  }
   run();
   for (std::thread& helper : helpers) helper.join();
 }
@@ -93,11 +99,22 @@ std::vector<size_t> RunOrder(const std::vector<WindowedOrder>& family) {
   return members;
 }
 
+// Counted time (solver_clock.h): a placement's work grows with the taken
+// ranges its gap search merges, a step per 32 of them (each a few
+// nanoseconds) beside the step of updating the index.
+uint64_t PlacementSteps(const std::vector<const internal::RangeUnion*>& lists) {
+  size_t ranges = 0;
+  for (const internal::RangeUnion* list : lists)
+    ranges += list->ranges().size();
+  return 1 + ranges / 64;
+}
+
 }  // namespace
 
 bool StopWhen::Now() const {
   return (cancel != nullptr && cancel->load()) ||
-         (enough != nullptr && enough->load()) || Clock::now() >= deadline;
+         (enough != nullptr && enough->load()) ||
+         SolverClock::Now() >= deadline;
 }
 
 uint64_t TaskSpan(const std::vector<UsageRecord<>>& records) {
@@ -171,9 +188,11 @@ std::optional<std::vector<uint64_t>> PlaceInVisitOrder(
     const size_t tensor = visit[placed];
     if (records[tensor].tensor_size == 0) continue;  // offset 0
     if (placed < known.length) {
+      SolverClock::Count();
       offsets[tensor] = (*known.offsets)[tensor];
     } else {
       index.Occupied(tensor, occupied);
+      SolverClock::Count(PlacementSteps(occupied));
       offsets[tensor] = internal::FindGap(occupied, records[tensor].tensor_size,
                                           first_fit, alignment);
     }

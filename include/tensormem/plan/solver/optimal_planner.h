@@ -37,6 +37,13 @@ namespace tensormem {
 struct OptimalPlanOptions {
   // Wall-clock budget for the search (>= 0). 0 returns the starting plan.
   double time_limit_seconds = 10;
+  // Count the time limit in work instead: every step of the planner reads
+  // its clock after a bounded piece of work (a window of placements, a local
+  // move, sixteen search nodes), and each reading counts a microsecond,
+  // about what that work takes on one core. With one thread the plan is
+  // then the same on every run, on any machine and under any load;
+  // `seconds` and `seconds_to_best` are counted the same way.
+  bool counted_time = false;
   // Find any plan whose total size is at most this, then stop.
   std::optional<uint64_t> capacity;
   // Searches run in parallel, each on its own buffer order (>= 1); on large
