@@ -143,7 +143,7 @@ absl::StatusOr<PlacementAround> PlaceAround(const LoopPlan& plan,
   optimal.keep_given_offsets = true;
   optimal.alignment = plan.arena_alignment;
   optimal.time_limit_seconds = options.seconds;
-  optimal.counted_time = options.counted_time;
+  optimal.counted_time = true;
   optimal.cancel = options.cancel;
   absl::StatusOr<OptimalPlanResult> placed = PlanOptimal(problem.set, optimal);
   if (!placed.ok()) return placed.status();

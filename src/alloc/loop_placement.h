@@ -59,11 +59,10 @@ struct PlaceAroundOptions {
   // and the live ones together exceeds it, no placement fits, and none is
   // tried.
   uint64_t limit = ~uint64_t{0};
-  // The optimal planner's time, and a flag that stops it (null: none).
+  // The optimal planner's time, counted in work (OptimalPlanOptions::
+  // counted_time: the same placement on every run, whatever the machine's
+  // load), and a flag that stops it (null: none).
   double seconds = 1.0;
-  // Counted in work, not on the wall clock (OptimalPlanOptions::counted_time):
-  // the same placement on every run.
-  bool counted_time = false;
   const std::atomic<bool>* cancel = nullptr;
 };
 

@@ -10,6 +10,7 @@
 #include "alloc/loop_unroll.h"
 #include "tensormem/core/checked_math.h"
 #include "tensormem/plan/buffer_set.h"
+#include "tensormem/plan/solver/optimal_planner.h"
 #include "tensormem/plan/strategy_registry.h"
 
 namespace tensormem::alloc_internal {
@@ -199,12 +200,17 @@ absl::Status PlaceArena(const BufferSet& set,
   if (!placed.ok()) return placed.status();
   if (search_seconds > 0 && placed->total_size > placed->lower_bound) {
     // The search starts from nothing: it may find less, or nothing in time.
-    options.allow_slow = true;
-    options.time_limit_seconds = search_seconds;
-    absl::StatusOr<PlanResult> searched =
-        RunStrategy("optimal", set, PlanMode::kOffsets, options);
-    if (searched.ok() && searched->total_size < placed->total_size)
-      placed = std::move(searched);
+    // Its time is counted in work: the same plan on every run.
+    OptimalPlanOptions search;
+    search.time_limit_seconds = search_seconds;
+    search.counted_time = true;
+    search.alignment = plan.arena_alignment;
+    absl::StatusOr<OptimalPlanResult> searched = PlanOptimal(set, search);
+    if (searched.ok() && searched->total_size < placed->total_size) {
+      placed->total_size = searched->total_size;
+      for (size_t i = 0; i < set.buffers.size(); ++i)
+        placed->offsets[i] = *searched->placed.buffers[i].offset;
+    }
   }
   plan.arena_bytes = placed->total_size;
   plan.peak_arena_live = placed->lower_bound;

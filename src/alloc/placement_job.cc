@@ -20,9 +20,6 @@ void PlacementJob::Start(std::shared_ptr<const LoopPlan> plan,
   job_->plan = std::move(plan);
   job_->live = std::move(live);
   options.cancel = &job_->cancel;
-  // Inline, a placement is the same on every run (and so are the figures of
-  // a replay); in the background it has the wall clock's time.
-  options.counted_time = !background_;
   if (background_) {
     // The thread holds the job: it outlives a Stop.
     thread_ = std::thread([job = job_, options] { Place(*job, options); });
