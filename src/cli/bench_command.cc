@@ -149,6 +149,8 @@ BenchRow BenchTrace(const Workload& workload, const BenchFlags& flags) {
   system.kind = "system";
   BenchRow row = NewRow(workload, "trace");
   row.allocator_ratios = AllocatorRatios(trace, workload.path);
+  row.planned_steady_ratio =
+      PlannedSteadyRatio(trace, workload.path, row.planned_no_steady_state);
   row.tight_ns_per_op = MeasureSpeed(kCommand, trace, tight).ns_per_op;
   row.system_ns_per_op = MeasureSpeed(kCommand, trace, system).ns_per_op;
   ReplayTarget target = Check(CreateReplayTarget(tight), workload.path);
@@ -333,7 +335,8 @@ void AddBenchCommand(CLI::App& app) {
                          ".trace/.trace.gz; buffer sets: .csv) through "
                          "TensorFlow's, PyTorch's and tensormem's allocators "
                          "(tf, pytorch, pytorch with expandable segments, "
-                         "tight) and the planners, and PyTorch snapshots "
+                         "tight; planned's steady state) and the planners, "
+                         "and PyTorch snapshots "
                          "(--snapshots) beside what their GPU reserved; print "
                          "a summary and write OUT/report.html (charts, then "
                          "every workload with its picture).\n"

@@ -71,6 +71,20 @@ void MeasureSpeeds(const PreparedTrace& trace,
 
 }  // namespace
 
+std::optional<double> PlannedSteadyRatio(const PreparedTrace& trace,
+                                         const std::string& path,
+                                         std::string& reason) {
+  static const WhatIfCandidate planned =
+      *ParseWhatIfCandidate("planned config=planning:inline");
+  absl::StatusOr<ReplayTarget> target = CreateReplayTarget(planned.spec);
+  if (!target.ok()) Fail(kCommand, 1, std::string(target.status().message()));
+  absl::StatusOr<ReplayResult> result = Replay(trace, *target, {});
+  if (!result.ok())
+    Fail(kCommand, 1, path + ": " + std::string(result.status().message()));
+  reason = result->metrics.NoSteadyStateReason();
+  return result->metrics.steady_ratio();
+}
+
 void RunPolicyBench(const std::vector<std::string>& trace_paths,
                     const std::vector<std::string>& names,
                     const std::vector<WhatIfCandidate>& choices, bool json) {

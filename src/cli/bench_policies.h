@@ -3,6 +3,7 @@
 #ifndef TENSORMEM_CLI_BENCH_POLICIES_H_
 #define TENSORMEM_CLI_BENCH_POLICIES_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,15 @@ namespace tensormem::cli {
 void RunPolicyBench(const std::vector<std::string>& trace_paths,
                     const std::vector<std::string>& names,
                     const std::vector<WhatIfCandidate>& choices, bool json);
+
+// `planned` planning inline, from the iteration its plan took over: steady
+// pool / steady live, or why no plan served (set in `reason`). Inline, since
+// a replay runs a program's calls back to back: a learner in the background
+// would have the replay's microseconds where the program gives it whole
+// iterations.
+std::optional<double> PlannedSteadyRatio(const PreparedTrace& trace,
+                                         const std::string& path,
+                                         std::string& reason);
 
 }  // namespace tensormem::cli
 

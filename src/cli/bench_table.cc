@@ -48,6 +48,24 @@ std::string AllocatorLine(const std::vector<Row>& rows, std::string_view what) {
                          count, what, absl::StrJoin(parts, ", "));
 }
 
+// How many traces `planned` served from a plan, and its steady pool / live
+// over them.
+std::string PlannedLine(const std::vector<BenchRow>& rows) {
+  std::vector<double> steady;
+  size_t traces = 0;
+  for (const BenchRow& row : rows) {
+    if (row.kind != "trace") continue;
+    ++traces;
+    if (row.planned_steady_ratio) steady.push_back(*row.planned_steady_ratio);
+  }
+  if (steady.empty()) return "";
+  const Spread spread = SpreadOf(steady);
+  return absl::StrFormat(
+      "planned served %d of %d traces from a plan (the others: no loop, or "
+      "no room): steady pool / live %.4f / %.4f (median / worst)",
+      steady.size(), traces, spread.median, spread.max);
+}
+
 }  // namespace
 
 const std::vector<std::string> kBenchAllocatorNames = {
@@ -92,8 +110,8 @@ std::vector<std::string> BenchHeader() {
   std::vector<std::string> header = {"workload", "kind", "peak live"};
   for (const std::string& name : kBenchAllocatorNames)
     header.push_back(name + " / live");
-  for (const char* name : {"tight min limit / live", "tight ns/op",
-                           "system ns/op", "best plan / live"})
+  for (const char* name : {"planned steady / live", "tight min limit / live",
+                           "tight ns/op", "system ns/op", "best plan / live"})
     header.push_back(name);
   return header;
 }
@@ -105,6 +123,9 @@ std::vector<std::string> Cells(const BenchRow& row) {
     cells.push_back(
         a < row.allocator_ratios.size() ? Ratio(row.allocator_ratios[a]) : "-");
   }
+  cells.push_back(row.planned_steady_ratio || row.kind != "trace"
+                      ? Ratio(row.planned_steady_ratio)
+                      : row.planned_no_steady_state);
   // Marks a limit a bisection found and nothing confirmed as exact.
   cells.push_back(
       Ratio(row.min_limit_ratio) +
@@ -145,6 +166,8 @@ nlohmann::json RowJson(const BenchRow& row) {
           {"page", row.page},
           {"peak_live_bytes", row.peak_live},
           {"reserved_over_live", AllocatorJson(row.allocator_ratios)},
+          {"planned_steady_over_live", Optional(row.planned_steady_ratio)},
+          {"planned_no_steady_state", row.planned_no_steady_state},
           {"tight_peak_pool_bytes", Optional(row.tight_peak_pool)},
           {"tight_failed_allocs", Optional(row.tight_failed_allocs)},
           {"min_limit_ratio", Optional(row.min_limit_ratio)},
@@ -170,6 +193,8 @@ std::vector<std::string> SummaryLines(
     const std::vector<SnapshotRow>& snapshots) {
   std::vector<std::string> lines;
   if (std::string line = AllocatorLine(rows, "traces"); !line.empty())
+    lines.push_back(std::move(line));
+  if (std::string line = PlannedLine(rows); !line.empty())
     lines.push_back(std::move(line));
   std::vector<double> recorded;
   size_t matching = 0;

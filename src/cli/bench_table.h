@@ -37,6 +37,10 @@ struct BenchRow {
   std::optional<int64_t> tight_failed_allocs;
   std::optional<double> min_limit_ratio, tight_ns_per_op, system_ns_per_op;
   std::string min_limit_method;  // MinLimitMethodName, when searched
+  // Traces: `planned` from the iteration its plan took over (steady pool /
+  // steady live), or why no plan served (ReplayMetrics::NoSteadyStateReason).
+  std::optional<double> planned_steady_ratio;
+  std::string planned_no_steady_state;
   // Buffer sets: each planner's arena / peak live (the lower bound).
   std::vector<std::pair<std::string, double>> plan_ratios;
   std::optional<double> best_plan_ratio;
