@@ -61,8 +61,8 @@ std::string PlannedLine(const std::vector<BenchRow>& rows) {
   if (steady.empty()) return "";
   const Spread spread = SpreadOf(steady);
   return absl::StrFormat(
-      "planned served %d of %d traces from a plan (the others: no loop, or "
-      "no room): steady pool / live %.4f / %.4f (median / worst)",
+      "planned served %d of %d traces from a plan (--table: why not, for "
+      "the others): steady pool / live %.4f / %.4f (median / worst)",
       steady.size(), traces, spread.median, spread.max);
 }
 
