@@ -14,8 +14,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// The quickest loop of the corpus to place (a few milliseconds).
 constexpr char kLoop[] =
-    "replay data/models/loops/transformer.train_b8_s10.trace.gz "
+    "replay data/models/loops/resnet18.infer_b8_s10.trace.gz "
     "--policy planned --config planning:inline";
 
 TEST(ReplayPlannedTest, SaysWhatBecameOfThePlans) {

@@ -306,7 +306,7 @@ TEST(OptimalPlannerTest, LargeSetsGetWindowedOrdersAndStayValid) {
 TEST(OptimalPlannerTest, MidSizedSetsAreSearchedAfterTheLargeSetSteps) {
   const BufferSet set = RandomSet(9, 4500, 2500, 1 << 16);
   OptimalPlanOptions options;
-  options.time_limit_seconds = 0.25;
+  options.time_limit_seconds = 0.05;
   // On the wall clock the start and the large-set steps could use up the
   // limit on a busy machine or under sanitizers, leaving nothing for the
   // search; counted, they take half of it wherever it runs.
