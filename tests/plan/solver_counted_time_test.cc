@@ -61,11 +61,9 @@ TEST(SolverClockTest, CountedTimeMovesOnlyWithTheWorkCounted) {
       SolverClock::Count(7);
     }
     EXPECT_EQ(SolverClock::Now() - start, 5 * CountedTime::kPerStep);
-    // A helper thread given the count adds to it.
-    std::thread helper([&counted] {
-      const CountedTimeScope scope(&counted);
-      SolverClock::Count(10);
-    });
+    // A helper thread on the caller's clock adds to its count.
+    std::thread helper(
+        solver_internal::WithTheCallersClock([] { SolverClock::Count(10); }));
     helper.join();
     EXPECT_EQ(SolverClock::Now() - start, 15 * CountedTime::kPerStep);
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -96,13 +97,8 @@ FeasibilityAnswer RunFeasibility(const Problem& problem,
     worker();
   } else {
     std::vector<std::jthread> pool;
-    CountedTime* const counted = SolverClock::Counted();
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&worker, counted] {
-        const CountedTimeScope scope(counted);
-        worker();
-      });
-    }
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back(WithTheCallersClock(std::ref(worker)));
   }
   return answer;
 }

@@ -11,7 +11,7 @@
 //
 //   CountedTime counted;
 //   {
-//     CountedTimeScope scope(&counted);  // hand &counted to helper threads
+//     CountedTimeScope scope(&counted);  // helpers: WithTheCallersClock
 //     for (...) {
 //       SolverClock::Count();            // one buffer placed
 //       if (SolverClock::Now() >= deadline) return;
@@ -23,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <utility>
 
 namespace tensormem::solver_internal {
 
@@ -74,6 +75,16 @@ struct SolverClock {
   // a helper thread's CountedTimeScope.
   static CountedTime* Counted();
 };
+
+// `work`, to run on a helper thread on the solver clock of the thread that
+// wraps it (its counted time, or the wall clock).
+template <typename Work>
+auto WithTheCallersClock(Work work) {
+  return [counted = SolverClock::Counted(), work = std::move(work)]() mutable {
+    const CountedTimeScope scope(counted);
+    work();
+  };
+}
 
 }  // namespace tensormem::solver_internal
 

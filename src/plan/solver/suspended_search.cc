@@ -36,10 +36,7 @@ SuspendedSearch::Slice SuspendedSearch::Resume(uint64_t nodes) {
   limit_ = before + nodes;
   running_ = true;
   if (!thread_.joinable()) {
-    thread_ = std::thread([this, counted = SolverClock::Counted()] {
-      const CountedTimeScope scope(counted);
-      Body();
-    });
+    thread_ = std::thread(WithTheCallersClock([this] { Body(); }));
   } else {
     changed_.notify_all();
   }

@@ -1,6 +1,7 @@
 #include "plan/solver/windowed_orders.h"
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -66,13 +67,8 @@ void RunInParallel(int threads, size_t count, const Done& done,
     for (size_t i = next++; i < count && !done(); i = next++) work(i);
   };
   std::vector<std::thread> helpers;
-  CountedTime* const counted = SolverClock::Counted();
-  for (int t = 1; t < threads && static_cast<size_t>(t) < count; ++t) {
-    helpers.emplace_back([&run, counted] {
-      const CountedTimeScope scope(counted);
-      run();
-    });
-  }
+  for (int t = 1; t < threads && static_cast<size_t>(t) < count; ++t)
+    helpers.emplace_back(WithTheCallersClock(std::ref(run)));
   run();
   for (std::thread& helper : helpers) helper.join();
 }
