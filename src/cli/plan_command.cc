@@ -9,12 +9,12 @@
 #include "cli/commands.h"
 #include "cli/failure.h"
 #include "cli/model_input.h"
+#include "cli/search_flags.h"
 #include "nlohmann/json.hpp"
 #include "tensormem/core/checked_math.h"
 #include "tensormem/core/file_io.h"
 #include "tensormem/core/units.h"
 #include "tensormem/plan/checker.h"
-#include "tensormem/plan/solver/optimal_strategy.h"
 #include "tensormem/plan/strategy_comparison.h"
 #include "tensormem/plan/strategy_registry.h"
 #include "tensormem/report/plan_html.h"
@@ -36,11 +36,7 @@ struct PlanFlags {
   bool force = false;
   std::string out;
   std::string html;
-  // For search strategies (`optimal`).
-  std::string time_limit;
-  std::string capacity;
-  int threads = 1;
-  bool counted_time = false;
+  SearchFlags search;            // for search strategies (`optimal`)
   ModelFlags model;              // .onnx inputs
   nlohmann::json model_summary;  // set when the input was a model
 };
@@ -296,18 +292,7 @@ void Run(PlanFlags& flags) {
   PlanOptions options;
   options.alignment = *alignment;
   options.allow_slow = flags.force;
-  if (!flags.time_limit.empty()) {
-    absl::StatusOr<double> seconds = ParseTimeLimitSeconds(flags.time_limit);
-    if (!seconds.ok()) Fail(kCommand, 2, seconds.status().message());
-    options.time_limit_seconds = *seconds;
-  }
-  if (!flags.capacity.empty()) {
-    absl::StatusOr<uint64_t> capacity = ParseByteSize(flags.capacity);
-    if (!capacity.ok()) Fail(kCommand, 2, capacity.status().message());
-    options.capacity = *capacity;
-  }
-  options.threads = flags.threads;
-  options.counted_time = flags.counted_time;
+  ApplySearchFlags(kCommand, flags.search, options);
   if (flags.strategy == "all") {
     RunAll(flags, set, options);
   } else {
@@ -379,20 +364,7 @@ void AddPlanCommand(CLI::App& app) {
                       "object)");
   command->add_option("--html", flags->html,
                       "Draw the plan (time x address) as an HTML page");
-  command->add_option("--time-limit", flags->time_limit,
-                      "optimal: search budget, e.g. 10s, 500ms (default 10s; "
-                      "0 keeps the greedy plan)");
-  command->add_option("--capacity", flags->capacity,
-                      "optimal: stop at the first plan within this many "
-                      "bytes, e.g. 1048576 or 1M");
-  command
-      ->add_option("--threads", flags->threads,
-                   "optimal: parallel searches (default 1)")
-      ->check(CLI::Range(1, 1024));
-  command->add_flag("--counted-time", flags->counted_time,
-                    "optimal: count --time-limit in work done (steps of "
-                    "about a microsecond), not on the clock: with one "
-                    "thread, the same plan on every run and machine");
+  AddSearchFlags(*command, flags->search);
   command->callback([flags] {
     if (flags->strategy.empty())
       flags->strategy = flags->objects ? "greedy_best" : "best_fit_multi";

@@ -18,7 +18,8 @@ StrategyInfo OptimalStrategy() {
   info.description =
       "anytime search from the best greedy plan towards the peak of live "
       "bytes; "
-      "proves optimality when it can (--time-limit, --capacity, --threads)";
+      "proves optimality when it can (--time-limit, --capacity, --threads, "
+      "--counted-time)";
   // A search of seconds: not part of `--strategy all`.
   info.in_all = false;
   info.offsets = [](const PlanInput& input,
